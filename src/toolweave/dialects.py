@@ -1,0 +1,451 @@
+"""Provider dialects: the canonical schema of a `ToolCard` rewritten for each wire format.
+
+Each function is pure and cached per (card, dialect, strict): the second call for the same
+card returns the same object, so **treat the returned dicts as read-only**.
+
+`openai_tool(card, strict=None)` — Chat Completions `tools[]` entry
+  `{"type": "function", "function": {"name", "description"?, "parameters", "strict"?}}`.
+  `strict` falls back to `card.strict`; `None` means "strict when the schema allows it".
+  Strict rewriting (`to_openai_strict`): every object schema gets
+  `additionalProperties: false` and lists all its properties in `required`; a property that
+  was optional becomes nullable (`"type": [T, "null"]`, or `anyOf` + `{"type": "null"}`; enums
+  gain `null`) so the model may send `null` and the executor applies the default; `default`,
+  `title`, `$schema`, `discriminator` are dropped; `oneOf` becomes `anyOf`; a `$ref` with
+  sibling keywords becomes `anyOf: [{"$ref"}]` plus the siblings; `minLength`, `maxLength`,
+  `uniqueItems`, `minProperties`, `maxProperties`, `patternProperties` and unsupported
+  `format`s move into the description as `key=value` notes. Free-form objects
+  (`dict[str, Any]`, `**kwargs`, `additionalProperties` other than false) and untyped
+  values (`Any`, bare `list`) cannot be strict: with `strict=True` that is a `SchemaError`
+  naming the property; with `strict=None` the tool is sent non-strict.
+`openai_responses_tool(card, strict=None)` — Responses API `tools[]` entry, flat:
+  `{"type": "function", "name", "description"?, "parameters", "strict": bool}`; same rules.
+`anthropic_tool(card, strict=None)` — Messages `tools[]` entry
+  `{"name", "description"?, "input_schema", "strict"?}`. `input_schema` is the canonical
+  object schema unchanged. Strict (only when `strict`/`card.strict` is True) sets
+  `additionalProperties: false` on every object (free-form objects are a `SchemaError`) and
+  sends `"strict": true`; `required` is kept as it is.
+`gemini_function_declaration(card, mode="openapi")` — one `functionDeclarations[]` entry.
+  `mode="json_schema"` sends `parametersJsonSchema`: the canonical schema without `title`
+  and `$schema`, `const` as a one-value `enum`. `mode="openapi"` sends `parameters` in the
+  OpenAPI subset: `$defs` inlined (a recursive `$ref` is a `SchemaError`: use
+  json_schema mode), `anyOf[T, null]` and `type: [T, "null"]` become `T` + `nullable: true`,
+  `additionalProperties`, `title`, `default`, `$schema`, `examples` dropped, `const` and
+  non-string enums handled (`enum` values become strings and the type `string`), tuple
+  `prefixItems` widened to `items: {anyOf}` with `minItems`/`maxItems`; a real union stays
+  `anyOf` (never collapsed to its first branch). A tool with no parameters sends no
+  `parameters` key at all (Gemini rejects an empty object schema).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from .errors import SchemaError
+from .tools.card import ToolCard
+
+__all__ = [
+    "anthropic_tool",
+    "gemini_function_declaration",
+    "openai_responses_tool",
+    "openai_tool",
+    "to_anthropic_strict",
+    "to_gemini_json_schema",
+    "to_gemini_openapi",
+    "to_openai_strict",
+]
+
+_OPENAI_FORMATS = {
+    "date-time",
+    "time",
+    "date",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uuid",
+}
+_OPENAI_MOVED = (
+    "minLength",
+    "maxLength",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+    "patternProperties",
+)
+_DROPPED_STRICT = ("default", "title", "$schema", "discriminator", "examples")
+
+
+class _NotStrict(Exception):
+    def __init__(self, where: str, why: str) -> None:
+        super().__init__(f"{where or '(root)'}: {why}")
+
+
+def _cached(card: ToolCard, key: tuple[Any, ...], build: Any) -> Any:
+    cache = card.dialect_cache()
+    value = cache.get(key)
+    if value is None:
+        value = build()
+        cache[key] = value
+    return value
+
+
+def _is_object(schema: Mapping[str, Any]) -> bool:
+    t = schema.get("type")
+    return t == "object" or (isinstance(t, list) and "object" in t) or "properties" in schema
+
+
+def _note(schema: dict[str, Any], notes: list[str]) -> None:
+    if notes:
+        desc = schema.get("description", "")
+        extra = ", ".join(notes)
+        schema["description"] = f"{desc} ({extra})" if desc else extra
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    if "$ref" in schema:
+        ref = {"$ref": schema.pop("$ref")}
+        return {"anyOf": [ref, {"type": "null"}], **schema}
+    if "anyOf" in schema:
+        if not any(isinstance(b, Mapping) and b.get("type") == "null" for b in schema["anyOf"]):
+            schema["anyOf"] = [*schema["anyOf"], {"type": "null"}]
+        return schema
+    t = schema.get("type")
+    if isinstance(t, str) and t != "null":
+        schema["type"] = [t, "null"]
+    elif isinstance(t, list) and "null" not in t:
+        schema["type"] = [*t, "null"]
+    elif t is None:
+        return {"anyOf": [schema, {"type": "null"}]}
+    if "enum" in schema and None not in schema["enum"]:
+        schema["enum"] = [*schema["enum"], None]
+    return schema
+
+
+def _strict_node(schema: Any, where: str) -> Any:
+    if not isinstance(schema, Mapping):
+        return schema
+    s = {k: v for k, v in schema.items() if k not in _DROPPED_STRICT}
+    if "oneOf" in s:
+        s["anyOf"] = s.pop("oneOf")
+    notes = [f"{k}={s.pop(k)}" for k in _OPENAI_MOVED if k in s]
+    fmt = s.get("format")
+    if fmt is not None and fmt not in _OPENAI_FORMATS:
+        notes.append(f"format={s.pop('format')}")
+    _note(s, notes)
+    if "$ref" in s and len(s) > 1:
+        ref = s.pop("$ref")
+        s = {"anyOf": [{"$ref": ref}], **s}
+    if "allOf" in s:
+        if len(s["allOf"]) == 1:
+            inner = s.pop("allOf")[0]
+            s = {**inner, **s}
+        else:
+            raise _NotStrict(where, "allOf with several branches is not supported in strict mode")
+    for key in ("anyOf",):
+        if key in s:
+            s[key] = [_strict_node(b, f"{where}|{i}") for i, b in enumerate(s[key])]
+    for key in ("$defs", "definitions"):
+        if key in s:
+            s[key] = {n: _strict_node(d, f"$defs.{n}") for n, d in s[key].items()}
+    if not any(k in s for k in ("type", "anyOf", "$ref", "enum", "const")):
+        raise _NotStrict(where, "a value without a type (Any) cannot be strict")
+    if _is_object(s):
+        extra = s.get("additionalProperties")
+        if extra not in (None, False):
+            raise _NotStrict(
+                where, "a free-form object (dict[str, ...] or **kwargs) cannot be strict"
+            )
+        props = s.get("properties") or {}
+        required = set(s.get("required") or [])
+        new_props: dict[str, Any] = {}
+        for name, prop in props.items():
+            node = _strict_node(prop, f"{where}.{name}" if where else name)
+            if name not in required and isinstance(node, dict):
+                node = _nullable(node)
+            new_props[name] = node
+        s["properties"] = new_props
+        s["required"] = list(props)
+        s["additionalProperties"] = False
+        s.setdefault("type", "object")
+    t = s.get("type")
+    if t == "array" or (isinstance(t, list) and "array" in t):
+        items = s.get("items")
+        if not items:
+            raise _NotStrict(where, "an array without an item type (bare list) cannot be strict")
+        if "prefixItems" in s:
+            raise _NotStrict(where, "fixed-length tuples cannot be strict")
+        s["items"] = _strict_node(items, f"{where}[]")
+    return s
+
+
+def to_openai_strict(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The OpenAI strict form of an object schema; raises `SchemaError` when impossible."""
+    if not _is_object(schema) or "anyOf" in schema or "oneOf" in schema:
+        raise SchemaError("strict mode needs an object schema at the root (not a union)")
+    try:
+        out = _strict_node(copy.deepcopy(dict(schema)), "")
+    except _NotStrict as e:
+        raise SchemaError(f"the schema cannot be made strict: {e}") from None
+    assert isinstance(out, dict)
+    return out
+
+
+def _resolve_strict(card: ToolCard, strict: bool | None) -> tuple[bool, dict[str, Any]]:
+    want = strict if strict is not None else card.strict
+    if want is False:
+        return False, card.input_params
+    try:
+        return True, to_openai_strict(card.input_params)
+    except SchemaError as e:
+        if want is True:
+            raise SchemaError(f"tool {card.name!r}: {e.message}") from None
+        return False, card.input_params
+
+
+def openai_tool(card: ToolCard, strict: bool | None = None) -> dict[str, Any]:
+    """The Chat Completions `tools[]` entry for `card` (see the module docstring)."""
+
+    def build() -> dict[str, Any]:
+        is_strict, params = _resolve_strict(card, strict)
+        fn: dict[str, Any] = {"name": card.name}
+        if card.description:
+            fn["description"] = card.description
+        fn["parameters"] = params
+        if is_strict:
+            fn["strict"] = True
+        return {"type": "function", "function": fn}
+
+    return _cached(card, ("openai", strict), build)  # type: ignore[no-any-return]
+
+
+def openai_responses_tool(card: ToolCard, strict: bool | None = None) -> dict[str, Any]:
+    """The Responses API `tools[]` entry for `card` (flat, `strict` always present)."""
+
+    def build() -> dict[str, Any]:
+        is_strict, params = _resolve_strict(card, strict)
+        out: dict[str, Any] = {"type": "function", "name": card.name}
+        if card.description:
+            out["description"] = card.description
+        out["parameters"] = params
+        out["strict"] = is_strict
+        return out
+
+    return _cached(card, ("responses", strict), build)  # type: ignore[no-any-return]
+
+
+def _anthropic_strict_node(schema: Any, where: str) -> Any:
+    if isinstance(schema, list):
+        return [_anthropic_strict_node(s, where) for s in schema]
+    if not isinstance(schema, Mapping):
+        return schema
+    s = dict(schema)
+    if _is_object(s):
+        extra = s.get("additionalProperties")
+        if extra not in (None, False):
+            raise SchemaError(
+                f"{where or '(root)'}: a free-form object cannot be strict for Anthropic"
+            )
+        s["additionalProperties"] = False
+    for key, value in list(s.items()):
+        if key == "properties" and isinstance(value, Mapping):
+            s[key] = {
+                n: _anthropic_strict_node(p, f"{where}.{n}".lstrip(".")) for n, p in value.items()
+            }
+        elif key in ("items", "anyOf", "oneOf", "allOf", "prefixItems"):
+            s[key] = _anthropic_strict_node(value, where)
+        elif key in ("$defs", "definitions") and isinstance(value, Mapping):
+            s[key] = {n: _anthropic_strict_node(d, f"$defs.{n}") for n, d in value.items()}
+    return s
+
+
+def to_anthropic_strict(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """`additionalProperties: false` on every object; `SchemaError` for free-form objects."""
+    out = _anthropic_strict_node(copy.deepcopy(dict(schema)), "")
+    assert isinstance(out, dict)
+    return out
+
+
+def anthropic_tool(card: ToolCard, strict: bool | None = None) -> dict[str, Any]:
+    """The Messages API `tools[]` entry for `card` (see the module docstring)."""
+
+    def build() -> dict[str, Any]:
+        want = strict if strict is not None else card.strict
+        out: dict[str, Any] = {"name": card.name}
+        if card.description:
+            out["description"] = card.description
+        schema = card.input_params or {"type": "object", "properties": {}}
+        if want:
+            try:
+                out["input_schema"] = to_anthropic_strict(schema)
+            except SchemaError as e:
+                raise SchemaError(f"tool {card.name!r}: {e.message}") from None
+            out["strict"] = True
+        else:
+            out["input_schema"] = schema
+        return out
+
+    return _cached(card, ("anthropic", strict), build)  # type: ignore[no-any-return]
+
+
+# Gemini ------------------------------------------------------------------------------------
+_GEMINI_DROP = ("additionalProperties", "title", "default", "$schema", "examples", "$id")
+_GEMINI_FORMATS = {"date-time", "enum", "int32", "int64", "float", "double"}
+
+
+def _const_to_enum(s: dict[str, Any]) -> None:
+    if "const" in s:
+        value = s.pop("const")
+        s["enum"] = [value]
+        if "type" not in s:
+            s["type"] = (
+                "string"
+                if isinstance(value, str)
+                else "boolean"
+                if isinstance(value, bool)
+                else "integer"
+                if isinstance(value, int)
+                else "number"
+                if isinstance(value, float)
+                else "string"
+            )
+
+
+def _json_schema_node(schema: Any) -> Any:
+    if isinstance(schema, list):
+        return [_json_schema_node(s) for s in schema]
+    if not isinstance(schema, Mapping):
+        return schema
+    s: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in ("title", "$schema"):
+            continue
+        if key in ("properties", "$defs", "definitions") and isinstance(value, Mapping):
+            s[key] = {n: _json_schema_node(v) for n, v in value.items()}
+        elif isinstance(value, (Mapping, list)) and key != "enum" and key != "required":
+            s[key] = _json_schema_node(value)
+        else:
+            s[key] = value
+    _const_to_enum(s)
+    return s
+
+
+def to_gemini_json_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The `parametersJsonSchema` form (full JSON Schema, lightly cleaned)."""
+    out = _json_schema_node(schema)
+    assert isinstance(out, dict)
+    return out
+
+
+def _openapi_node(schema: Any, defs: Mapping[str, Any], stack: tuple[str, ...], where: str) -> Any:
+    if not isinstance(schema, Mapping):
+        return schema
+    s = dict(schema)
+    ref = s.pop("$ref", None)
+    if ref is not None:
+        name = ref.rsplit("/", 1)[-1]
+        if name in stack:
+            raise SchemaError(
+                f"{where or '(root)'}: the recursive type {name!r} cannot be expressed in "
+                "Gemini's OpenAPI schema subset; use mode='json_schema'"
+            )
+        if name not in defs:
+            raise SchemaError(f"{where or '(root)'}: unresolved $ref {ref!r}")
+        resolved = _openapi_node(defs[name], defs, (*stack, name), where)
+        return {**resolved, **{k: v for k, v in _openapi_node(s, defs, stack, where).items()}}
+    for key in _GEMINI_DROP:
+        s.pop(key, None)
+    s.pop("$defs", None)
+    s.pop("definitions", None)
+    _const_to_enum(s)
+    notes: list[str] = []
+    fmt = s.get("format")
+    if fmt is not None and fmt not in _GEMINI_FORMATS:
+        notes.append(f"format={s.pop('format')}")
+    if "oneOf" in s:
+        s["anyOf"] = s.pop("oneOf")
+    if "allOf" in s and len(s["allOf"]) == 1:
+        s = {**s.pop("allOf")[0], **s}
+    t = s.get("type")
+    if isinstance(t, list):
+        non_null = [x for x in t if x != "null"]
+        if "null" in t:
+            s["nullable"] = True
+        if len(non_null) == 1:
+            s["type"] = non_null[0]
+        else:
+            s.pop("type")
+            s["anyOf"] = [{"type": x} for x in non_null]
+    if "anyOf" in s:
+        branches = [
+            b for b in s["anyOf"] if not (isinstance(b, Mapping) and b.get("type") == "null")
+        ]
+        if len(branches) < len(s["anyOf"]):
+            s["nullable"] = True
+        if len(branches) == 1:
+            s.pop("anyOf")
+            inner = _openapi_node(branches[0], defs, stack, where)
+            s = {**inner, **s}
+        else:
+            s["anyOf"] = [_openapi_node(b, defs, stack, where) for b in branches]
+    if "enum" in s:
+        values = [v for v in s["enum"] if v is not None]
+        if None in s["enum"]:
+            s["nullable"] = True
+        if any(not isinstance(v, str) for v in values):
+            notes.append("allowed values: " + ", ".join(str(v) for v in values))
+        s["enum"] = [str(v) for v in values]
+        s["type"] = "string"
+        s["format"] = "enum"
+    if "properties" in s:
+        s["properties"] = {
+            n: _openapi_node(p, defs, stack, f"{where}.{n}".lstrip("."))
+            for n, p in s["properties"].items()
+        }
+        s.setdefault("type", "object")
+    if "prefixItems" in s:
+        prefix = [_openapi_node(p, defs, stack, where) for p in s.pop("prefixItems")]
+        s["items"] = prefix[0] if len(prefix) == 1 else {"anyOf": prefix}
+        s.setdefault("minItems", len(prefix))
+        s.setdefault("maxItems", len(prefix))
+    elif "items" in s:
+        s["items"] = _openapi_node(s["items"], defs, stack, f"{where}[]")
+    _note(s, notes)
+    return s
+
+
+def to_gemini_openapi(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The OpenAPI-subset `parameters` form; raises `SchemaError` for recursive types."""
+    defs = {**(schema.get("definitions") or {}), **(schema.get("$defs") or {})}
+    out = _openapi_node(copy.deepcopy(dict(schema)), defs, (), "")
+    assert isinstance(out, dict)
+    if out.get("type") != "object":
+        raise SchemaError("Gemini function parameters must be an object schema")
+    return out
+
+
+def gemini_function_declaration(
+    card: ToolCard, mode: Literal["openapi", "json_schema"] = "openapi"
+) -> dict[str, Any]:
+    """The `functionDeclarations[]` entry for `card` (see the module docstring)."""
+    if mode not in ("openapi", "json_schema"):
+        raise ValueError(f"mode must be 'openapi' or 'json_schema', got {mode!r}")
+
+    def build() -> dict[str, Any]:
+        out: dict[str, Any] = {"name": card.name}
+        if card.description:
+            out["description"] = card.description
+        schema = card.input_params
+        if schema.get("properties") or schema.get("additionalProperties") not in (None, False):
+            try:
+                if mode == "openapi":
+                    out["parameters"] = to_gemini_openapi(schema)
+                else:
+                    out["parametersJsonSchema"] = to_gemini_json_schema(schema)
+            except SchemaError as e:
+                raise SchemaError(f"tool {card.name!r}: {e.message}") from None
+        return out
+
+    return _cached(card, ("gemini", mode), build)  # type: ignore[no-any-return]

@@ -1,0 +1,67 @@
+"""`ToolExecutionResult` and `ToolExecution`: what a tool call produced."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from .content import ContentPart, TextContent
+from .requests import ToolExecutionRequest
+
+__all__ = ["ToolExecution", "ToolExecutionResult"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExecutionResult:
+    """The outcome of one call.
+
+    `result` is the raw return value (kept for the caller, never sent to the model);
+    `text` is what the model receives; `contents` carries multimodal parts when the tool
+    returned images or files; `attributes` is free-form data kept with the message.
+    """
+
+    text: str
+    is_error: bool = False
+    result: Any = None
+    contents: tuple[ContentPart, ...] | None = None
+    attributes: dict[str, Any] = field(default_factory=dict)
+    error: BaseException | None = None
+    """The exception behind an error result, when there was one."""
+
+    @classmethod
+    def error_result(cls, text: str, error: BaseException | None = None) -> ToolExecutionResult:
+        """An error result with `text` for the model."""
+        return cls(text=text, is_error=True, error=error)
+
+    def result_text(self) -> str:
+        """The text sent to the model (joined text parts for multimodal results)."""
+        if self.contents is not None and not self.text:
+            return "\n".join(p.text for p in self.contents if isinstance(p, TextContent))
+        return self.text
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExecution:
+    """A finished call: the request, its result and when it ran."""
+
+    request: ToolExecutionRequest
+    result: ToolExecutionResult
+    start_time: datetime
+    finish_time: datetime
+    memory_id: Any = None
+
+    @property
+    def duration(self) -> timedelta:
+        """How long the call took."""
+        return self.finish_time - self.start_time
+
+    @property
+    def has_failed(self) -> bool:
+        """Whether the result is an error."""
+        return self.result.is_error
+
+    @property
+    def result_text(self) -> str:
+        """The text the model received."""
+        return self.result.result_text()

@@ -1,0 +1,159 @@
+"""Parsing the model's raw argument string: a strict parse, then a documented repair pass.
+
+Repairs, tried in order only after a strict `json.loads` failed:
+
+1. Markdown code fences around the JSON are removed (```` ```json {...} ``` ````).
+2. An object wrapped in one extra pair of quotes, with its inner quotes escaped or not
+   (`"{\\"a\\": 1}"`), is unwrapped.
+3. A Python literal (`{'a': 1, 'b': True, 'c': None}`) is read with `ast.literal_eval`.
+4. Trailing commas, single quotes, missing closing brackets and similar slips are fixed by
+   the `json_repair` library, but only when the text starts like an object.
+
+A valid JSON string whose content is itself a JSON object (double encoding) is decoded once
+more. Anything that is still not a JSON object raises `ToolArgumentsError` with a message the
+model can act on.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from typing import Any
+
+import json_repair
+
+from ..errors import ToolArgumentsError
+
+__all__ = ["MAX_ARGUMENTS_BYTES", "parse_arguments", "repair_arguments"]
+
+MAX_ARGUMENTS_BYTES = 4 * 1024 * 1024
+"""Argument strings longer than this are refused before parsing."""
+
+_FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return type(value).__name__
+
+
+def _decode(raw: str | bytes | bytearray, tool_name: str | None) -> str:
+    if isinstance(raw, (bytes, bytearray)):
+        try:
+            return bytes(raw).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ToolArgumentsError(
+                f"The arguments are not valid UTF-8 text (byte {e.start}). "
+                "Send the arguments as a JSON object in UTF-8.",
+                tool_name=tool_name,
+            ) from None
+    return raw
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ToolArgumentsError(
+            "The arguments are nested too deeply to parse. Send a flatter JSON object."
+        ) from None
+
+
+def repair_arguments(text: str) -> dict[str, Any] | None:
+    """Try the repair pass on `text`; return the object, or None when nothing works."""
+    candidate = text.strip()
+    fenced = _FENCE.match(candidate)
+    if fenced:
+        candidate = fenced.group(1).strip()
+        try:
+            value = _loads(candidate)
+            if isinstance(value, dict):
+                return value
+        except ValueError:
+            pass
+    if len(candidate) >= 2 and candidate[0] == '"' and candidate[-1] == '"':
+        inner = candidate[1:-1].replace('\\"', '"').strip()
+        try:
+            value = _loads(inner)
+            if isinstance(value, dict):
+                return value
+        except ValueError:
+            pass
+        candidate = inner
+    if not candidate.startswith("{"):
+        return None
+    try:
+        value = ast.literal_eval(candidate)
+        if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+            json.dumps(value)  # only JSON-representable values
+            return value
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        pass
+    try:
+        value = json_repair.loads(candidate)
+    except Exception:
+        return None
+    if isinstance(value, dict) and (value or candidate.replace(" ", "") in ("{}", "{")):
+        return value
+    return None
+
+
+def parse_arguments(
+    raw: str | bytes | bytearray | None, *, tool_name: str | None = None
+) -> dict[str, Any]:
+    """Parse a tool call's raw arguments into a dict.
+
+    Empty, blank or `null` arguments give `{}`. See the module docstring for the repair
+    rules. Raises `ToolArgumentsError` when the result is not a JSON object.
+    """
+    if raw is None:
+        return {}
+    if len(raw) > MAX_ARGUMENTS_BYTES:
+        raise ToolArgumentsError(
+            f"The arguments are too large ({len(raw)} bytes; the limit is "
+            f"{MAX_ARGUMENTS_BYTES}). Send a smaller JSON object.",
+            tool_name=tool_name,
+        )
+    text = _decode(raw, tool_name)
+    if not text.strip():
+        return {}
+    try:
+        value = _loads(text)
+    except ValueError:
+        repaired = repair_arguments(text)
+        if repaired is None:
+            raise ToolArgumentsError(
+                "The arguments are not valid JSON. Send a single JSON object, for example "
+                '{"name": "value"}, with double-quoted keys and no trailing text.',
+                tool_name=tool_name,
+            ) from None
+        return repaired
+    except ToolArgumentsError as e:
+        e.tool_name = tool_name
+        raise
+    if isinstance(value, str) and value.strip().startswith("{"):
+        try:
+            inner = _loads(value)
+        except ValueError:
+            inner = None
+        if isinstance(inner, dict):
+            return inner
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ToolArgumentsError(
+            f"The arguments must be a JSON object, but a JSON {_json_type(value)} was sent. "
+            'Wrap the values in an object keyed by parameter name, e.g. {"city": "Paris"}.',
+            tool_name=tool_name,
+        )
+    return value

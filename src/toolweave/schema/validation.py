@@ -1,0 +1,361 @@
+"""Argument validation and coercion, compiled once per tool.
+
+Two validators share one interface (`validate_json` for the model's raw string,
+`validate_python` for a dict), both returning the keyword arguments to call with:
+
+- `ModelArgumentsValidator` wraps the pydantic model built from a Python signature;
+- `JsonSchemaArgumentsValidator` serves hand-written, MCP and HTTP schemas.
+
+Coercion (the same table for both, see docs/declaring-tools.md):
+
+| schema type | accepted besides its own type | rejected |
+|---|---|---|
+| integer | `"3"` → 3, `2.0` → 2 | `2.5`, `"abc"`, `true` |
+| number | `"1.5"` → 1.5, `3` → 3.0 | `"abc"`, `true` |
+| string | `12` → `"12"`, `1.5` → `"1.5"` | objects, arrays, booleans |
+| boolean | nothing: only `true`/`false` | `"true"`, `1` |
+| array / object | a JSON string holding one (double encoding) | anything else |
+
+Unknown top-level keys are rejected unless the schema allows extra properties.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import jsonschema
+import pydantic
+from pydantic import BaseModel
+
+from ..errors import ToolArgumentsError, ToolCardError
+from .arguments import MAX_ARGUMENTS_BYTES, parse_arguments
+
+__all__ = [
+    "ArgumentsValidator",
+    "JsonSchemaArgumentsValidator",
+    "ModelArgumentsValidator",
+    "format_errors",
+]
+
+_INPUT_REPR_LIMIT = 60
+
+
+class ArgumentsValidator(Protocol):
+    """Validates and coerces tool arguments; raises `ToolArgumentsError`."""
+
+    def validate_json(self, raw: str | bytes) -> dict[str, Any]: ...
+
+    def validate_python(self, data: Mapping[str, Any]) -> dict[str, Any]: ...
+
+
+def _short(value: Any) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return text if len(text) <= _INPUT_REPR_LIMIT else text[: _INPUT_REPR_LIMIT - 3] + "..."
+
+
+def format_errors(
+    tool_name: str | None, errors: list[dict[str, Any]], expected: list[str] | None = None
+) -> str:
+    """The message a model receives for invalid arguments: one line per problem."""
+    lines = [f"Invalid arguments for tool {tool_name!r}:" if tool_name else "Invalid arguments:"]
+    for err in errors:
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "(arguments)"
+        msg = err.get("msg", "invalid value")
+        if "input" in err and err.get("type") not in ("missing",):
+            lines.append(f"- {loc}: {msg} (got {_short(err['input'])})")
+        else:
+            lines.append(f"- {loc}: {msg}")
+    if expected is not None:
+        lines.append(f"Expected parameters: {', '.join(expected) if expected else '(none)'}.")
+    lines.append("Fix these arguments and call the tool again.")
+    return "\n".join(lines)
+
+
+def _pydantic_errors(e: pydantic.ValidationError) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for err in e.errors(include_url=False, include_context=False):
+        item: dict[str, Any] = {"loc": err["loc"], "msg": err["msg"], "type": err["type"]}
+        if err["type"] == "missing":
+            item["msg"] = "missing required argument"
+        elif err["type"] == "extra_forbidden":
+            item["msg"] = "unknown argument"
+            item["input"] = err.get("input")
+        else:
+            item["input"] = err.get("input")
+        out.append(item)
+    return out
+
+
+class ModelArgumentsValidator:
+    """Validator over a pydantic model generated from a function signature."""
+
+    __slots__ = (
+        "_field_to_param",
+        "_identity",
+        "_json_fields",
+        "_null_defaults",
+        "_validator",
+        "expected",
+        "model",
+        "tool_name",
+    )
+
+    def __init__(
+        self,
+        model: type[BaseModel],
+        *,
+        tool_name: str,
+        field_to_param: dict[str, str],
+        json_fields: frozenset[str] = frozenset(),
+        null_defaults: frozenset[str] = frozenset(),
+    ) -> None:
+        self.model = model
+        self.tool_name = tool_name
+        self._validator = model.__pydantic_validator__
+        self._field_to_param = field_to_param
+        self._identity = all(k == v for k, v in field_to_param.items())
+        self._json_fields = json_fields
+        self._null_defaults = null_defaults
+        """Parameters whose default applies when the model sends null (strict-mode schemas)."""
+        self.expected = [f.alias or n for n, f in model.model_fields.items()]
+
+    def _kwargs(self, instance: BaseModel) -> dict[str, Any]:
+        values = instance.__dict__
+        if self._identity:
+            out = dict(values)
+        else:
+            out = {self._field_to_param[k]: v for k, v in values.items()}
+        extra = instance.__pydantic_extra__
+        if extra:
+            out.update(extra)
+        return out
+
+    def _fail(self, e: pydantic.ValidationError) -> ToolArgumentsError:
+        errors = _pydantic_errors(e)
+        return ToolArgumentsError(
+            format_errors(self.tool_name, errors, self.expected),
+            tool_name=self.tool_name,
+            errors=errors,
+        )
+
+    def validate_json(self, raw: str | bytes) -> dict[str, Any]:
+        """Parse and validate the model's raw argument string in one pass (repairing if needed)."""
+        if not raw or len(raw) > MAX_ARGUMENTS_BYTES:
+            return self.validate_python(parse_arguments(raw, tool_name=self.tool_name))
+        try:
+            return self._kwargs(self._validator.validate_json(raw))
+        except pydantic.ValidationError as e:
+            errs = e.errors(include_url=False, include_context=False)
+            retry = any(
+                err["type"] in ("json_invalid", "model_type", "model_attributes_type")
+                or not err["loc"]
+                or err["loc"][0] in self._json_fields
+                or (err["loc"][0] in self._null_defaults and err.get("input", 0) is None)
+                for err in errs
+            )
+            if not retry:
+                raise self._fail(e) from None
+        return self.validate_python(parse_arguments(raw, tool_name=self.tool_name))
+
+    def validate_python(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        """Validate an already-parsed dict of arguments."""
+        if not isinstance(data, Mapping):
+            raise ToolArgumentsError(
+                f"The arguments must be a JSON object, got {type(data).__name__}.",
+                tool_name=self.tool_name,
+            )
+        if self._json_fields:
+            data = _preparse_json_strings(data, self._json_fields)
+        if self._null_defaults:
+            data = {k: v for k, v in data.items() if v is not None or k not in self._null_defaults}
+        try:
+            return self._kwargs(self._validator.validate_python(data))
+        except pydantic.ValidationError as e:
+            raise self._fail(e) from None
+        except RecursionError:
+            raise ToolArgumentsError(
+                "The arguments are nested too deeply. Send a flatter JSON object.",
+                tool_name=self.tool_name,
+            ) from None
+
+
+def _preparse_json_strings(data: Mapping[str, Any], keys: frozenset[str]) -> dict[str, Any]:
+    out = dict(data)
+    for key in keys:
+        value = out.get(key)
+        if isinstance(value, str) and value[:1] in ("[", "{"):
+            try:
+                out[key] = json.loads(value)
+            except (ValueError, RecursionError):
+                pass
+    return out
+
+
+def _types_of(schema: Mapping[str, Any]) -> set[str]:
+    t = schema.get("type")
+    if isinstance(t, str):
+        return {t}
+    if isinstance(t, list):
+        return {x for x in t if isinstance(x, str)}
+    return set()
+
+
+class JsonSchemaArgumentsValidator:
+    """Validator for a plain JSON Schema (Draft 2020-12), with the documented coercions."""
+
+    __slots__ = ("_defaults", "_extra_allowed", "_properties", "_validator", "schema", "tool_name")
+
+    def __init__(self, schema: Mapping[str, Any], *, tool_name: str) -> None:
+        self.schema = dict(schema)
+        self.tool_name = tool_name
+        cls = jsonschema.validators.validator_for(
+            self.schema, default=jsonschema.Draft202012Validator
+        )
+        try:
+            cls.check_schema(self.schema)
+        except jsonschema.SchemaError as e:
+            raise ToolCardError(
+                f"the input schema of tool {tool_name!r} is not valid JSON Schema: {e.message}"
+            ) from e
+        self._validator = cls(self.schema, format_checker=None)
+        props = self.schema.get("properties")
+        self._properties: dict[str, Any] = dict(props) if isinstance(props, Mapping) else {}
+        self._defaults = {
+            k: v["default"]
+            for k, v in self._properties.items()
+            if isinstance(v, Mapping) and "default" in v
+        }
+        extra = self.schema.get("additionalProperties")
+        self._extra_allowed = extra is True or isinstance(extra, Mapping)
+
+    def validate_json(self, raw: str | bytes) -> dict[str, Any]:
+        """Parse (with repair) and validate the model's raw argument string."""
+        return self.validate_python(parse_arguments(raw, tool_name=self.tool_name))
+
+    def validate_python(self, data: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Coerce, fill defaults and validate a dict of arguments."""
+        if data is None:
+            data = {}
+        if not isinstance(data, Mapping):
+            raise ToolArgumentsError(
+                f"The arguments must be a JSON object, got {type(data).__name__}.",
+                tool_name=self.tool_name,
+            )
+        errors: list[dict[str, Any]] = []
+        if not self._extra_allowed and self._properties is not None:
+            for key in data:
+                if key not in self._properties:
+                    errors.append(
+                        {"loc": (key,), "msg": "unknown argument", "type": "extra_forbidden"}
+                    )
+        out = {k: v for k, v in data.items() if k not in self._defaults or v is not None}
+        for k, v in self._defaults.items():
+            out.setdefault(k, v)
+        try:
+            out = _coerce(out, self.schema, self.schema)
+            for err in self._validator.iter_errors(out):
+                loc = tuple(err.absolute_path)
+                if err.validator == "required":
+                    missing = err.message.split("'")[1] if "'" in err.message else err.message
+                    errors.append(
+                        {
+                            "loc": (*loc, missing),
+                            "msg": "missing required argument",
+                            "type": "missing",
+                        }
+                    )
+                elif err.validator == "additionalProperties" and not loc:
+                    continue  # reported above, one line per key
+                else:
+                    errors.append(
+                        {
+                            "loc": loc,
+                            "msg": err.message
+                            if len(err.message) < 200
+                            else err.message[:197] + "...",
+                            "type": str(err.validator),
+                            "input": err.instance,
+                        }
+                    )
+        except RecursionError:
+            raise ToolArgumentsError(
+                "The arguments are nested too deeply. Send a flatter JSON object.",
+                tool_name=self.tool_name,
+            ) from None
+        if errors:
+            raise ToolArgumentsError(
+                format_errors(self.tool_name, errors, list(self._properties)),
+                tool_name=self.tool_name,
+                errors=errors,
+            )
+        return dict(out)
+
+
+def _resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        node: Any = root
+        for part in ref[2:].split("/"):
+            if not isinstance(node, Mapping) or part not in node:
+                return schema
+            node = node[part]
+        return node if isinstance(node, Mapping) else schema
+    return schema
+
+
+def _coerce(value: Any, schema: Any, root: Mapping[str, Any], depth: int = 0) -> Any:
+    if not isinstance(schema, Mapping) or depth > 64:
+        return value
+    schema = _resolve(schema, root)
+    branches = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(branches, list) and value is not None:
+        non_null = [b for b in branches if not (isinstance(b, Mapping) and b.get("type") == "null")]
+        if len(non_null) == 1:
+            return _coerce(value, non_null[0], root, depth + 1)
+        return value
+    types_ = _types_of(schema)
+    if isinstance(value, str):
+        stripped = value.strip()
+        if "integer" in types_ and "string" not in types_:
+            try:
+                return int(stripped)
+            except ValueError:
+                return value
+        if "number" in types_ and "string" not in types_:
+            try:
+                number = float(stripped)
+            except ValueError:
+                return value
+            return number
+        if ("array" in types_ or "object" in types_) and stripped[:1] in ("[", "{"):
+            try:
+                value = json.loads(stripped)
+            except (ValueError, RecursionError):
+                return value
+    elif isinstance(value, float) and "integer" in types_ and value.is_integer():
+        return int(value)
+    elif (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and "string" in types_
+        and not ({"integer", "number"} & types_)
+    ):
+        return str(value)
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        if isinstance(props, Mapping):
+            return {
+                k: _coerce(v, props.get(k), root, depth + 1) if k in props else v
+                for k, v in value.items()
+            }
+        return value
+    if isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, Mapping):
+            return [_coerce(v, items, root, depth + 1) for v in value]
+    return value

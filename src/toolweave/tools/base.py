@@ -1,0 +1,448 @@
+"""`Tool`: the base class every tool kind (local, MCP, HTTP) derives from.
+
+The base class owns input preparation, callbacks, timeouts, tracing and output transforms;
+subclasses implement one or more template methods:
+
+- `_invoke(inputs, **kwargs)` (sync) and/or `async _ainvoke(inputs, **kwargs)`;
+- `_stream(inputs, **kwargs)` (iterator) and/or `_astream(inputs, **kwargs)` (async iterator).
+
+The public entry points pick whichever is implemented: a sync implementation runs in a worker
+thread when called from async code; an async one runs on a private loop when called from sync
+code. A kind with neither raises `ToolNotSupportedError` (182011 invoke / 182010 stream).
+
+Event order for invoke: input transform → `tool_invoke_input` → `tool_call_started` →
+`tool_parse_started` → `tool_parse_finished` → `tool_call_finished` | `tool_call_error` →
+output transform → `tool_invoke_output`. For streams, per chunk: `tool_result_received` →
+output transform → `tool_stream_output`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import Any
+
+from .._utils.sync import _runner, run_sync
+from ..callbacks.events import ToolCallEvents as E
+from ..callbacks.framework import CallbackFramework, callback_framework
+from ..callbacks.otel import span, tool_span_attributes, tracing_enabled
+from ..errors import ErrorCode, ToolCardError, ToolNotSupportedError, ToolTimeoutError
+from ..schema.arguments import parse_arguments
+from ..schema.validation import ArgumentsValidator, JsonSchemaArgumentsValidator
+from .card import ToolCard, ToolInfo
+
+__all__ = ["Tool", "pop_timeout"]
+
+_PREP_OPTIONS = ("skip_none_value", "skip_inputs_validate")
+_TIMEOUT_KEYS = ("timeout", "operation_timeout", "operationTimeout")
+_DONE = object()
+
+
+def pop_timeout(kwargs: dict[str, Any], default: float | None) -> float | None:
+    """Take the per-call timeout out of `kwargs` (`timeout`, `operation_timeout` or
+    `operationTimeout`); a missing or non-positive value falls back to `default`."""
+    for key in _TIMEOUT_KEYS:
+        value = kwargs.pop(key, None)
+        if value is not None and value > 0:
+            return float(value)
+    return default
+
+
+def _drop_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_drop_none(v) for v in value if v is not None]
+    return value
+
+
+class Tool:
+    """Base class of all tools; see the module docstring for the contract."""
+
+    def __init__(self, card: ToolCard, *, callbacks: CallbackFramework | None = None) -> None:
+        if card is None:
+            raise ToolCardError("card is None", code=ErrorCode.TOOL_CARD_INVALID)
+        if not card.id:
+            raise ToolCardError("card id is None or empty", code=ErrorCode.TOOL_CARD_INVALID)
+        self._card = card
+        self._callbacks = callbacks
+        self._validator: ArgumentsValidator | None = None
+        self._tool_info: ToolInfo | None = None
+
+    @property
+    def card(self) -> ToolCard:
+        """The tool's card (read-only)."""
+        return self._card
+
+    @property
+    def name(self) -> str:
+        """Shortcut for `card.name`."""
+        return self._card.name
+
+    @property
+    def callbacks(self) -> CallbackFramework:
+        """The callback framework this tool reports to (the global one by default)."""
+        return self._callbacks if self._callbacks is not None else callback_framework
+
+    def tool_info(self) -> ToolInfo:
+        """The card's flat descriptor (computed once)."""
+        if self._tool_info is None:
+            self._tool_info = self._card.tool_info()
+        return self._tool_info
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self._card.name!r})"
+
+    # input preparation ----------------------------------------------------------------------
+    @property
+    def validator(self) -> ArgumentsValidator:
+        """The compiled validator of the card's schema (built on first use, then reused)."""
+        if self._validator is None:
+            self._validator = JsonSchemaArgumentsValidator(
+                self._card.input_params, tool_name=self._card.name
+            )
+        return self._validator
+
+    def prepare_inputs(
+        self,
+        inputs: Mapping[str, Any] | str | bytes | None,
+        *,
+        skip_none_value: bool = False,
+        skip_inputs_validate: bool = False,
+    ) -> dict[str, Any]:
+        """Turn raw inputs (a dict, or the model's JSON string) into validated arguments."""
+        if isinstance(inputs, (str, bytes, bytearray)):
+            if not skip_none_value and not skip_inputs_validate:
+                return self.validator.validate_json(
+                    bytes(inputs) if isinstance(inputs, bytearray) else inputs
+                )
+            inputs = parse_arguments(inputs, tool_name=self._card.name)
+        data: Mapping[str, Any] = inputs if inputs is not None else {}
+        if skip_none_value:
+            data = _drop_none(dict(data))
+        if skip_inputs_validate:
+            return self._fill_defaults(dict(data))
+        return self.validator.validate_python(data)
+
+    def _fill_defaults(self, data: dict[str, Any]) -> dict[str, Any]:
+        props = self._card.input_params.get("properties") or {}
+        for key, prop in props.items():
+            if key not in data and isinstance(prop, dict) and "default" in prop:
+                data[key] = prop["default"]
+        return data
+
+    # template methods -----------------------------------------------------------------------
+    def _invoke(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    async def _ainvoke(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    def _stream(self, inputs: dict[str, Any], **kwargs: Any) -> Iterator[Any]:
+        raise NotImplementedError
+
+    def _astream(self, inputs: dict[str, Any], **kwargs: Any) -> AsyncIterator[Any]:
+        raise NotImplementedError
+
+    def _implements(self, method: str) -> bool:
+        return getattr(type(self), method) is not getattr(Tool, method)
+
+    def supports_invoke(self) -> bool:
+        """Whether `invoke`/`ainvoke` can be used on this tool."""
+        return self._implements("_invoke") or self._implements("_ainvoke")
+
+    def supports_stream(self) -> bool:
+        """Whether `stream`/`astream` can be used on this tool."""
+        return self._implements("_stream") or self._implements("_astream")
+
+    def _not_supported(self, what: str) -> ToolNotSupportedError:
+        code = (
+            ErrorCode.TOOL_STREAM_NOT_SUPPORTED
+            if what == "stream"
+            else ErrorCode.TOOL_INVOKE_NOT_SUPPORTED
+        )
+        return ToolNotSupportedError(
+            f"tool {self._card.name!r} ({type(self).__name__}) does not support {what}",
+            code=code,
+        )
+
+    # invoke ---------------------------------------------------------------------------------
+    def _split(self, kwargs: dict[str, Any]) -> tuple[dict[str, Any], float | None]:
+        prep = {k: kwargs.pop(k) for k in _PREP_OPTIONS if k in kwargs}
+        return prep, pop_timeout(kwargs, self._card.timeout)
+
+    def _timeout_error(self, timeout: float) -> ToolTimeoutError:
+        return ToolTimeoutError(
+            f"tool {self._card.name!r} did not finish within {timeout:g} s and was cancelled",
+            tool_name=self._card.name,
+        )
+
+    def _call_sync(
+        self, args: dict[str, Any], timeout: float | None, kwargs: dict[str, Any]
+    ) -> Any:
+        if self._implements("_invoke"):
+            if timeout is None:
+                return self._invoke(args, **kwargs)
+            ctx = contextvars.copy_context()
+            pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="toolweave-tool")
+            try:
+                future = pool.submit(ctx.run, self._invoke, args, **kwargs)  # type: ignore[arg-type]
+                try:
+                    return future.result(timeout)
+                except concurrent.futures.TimeoutError:
+                    future.cancel()
+                    raise self._timeout_error(timeout) from None
+            finally:
+                pool.shutdown(wait=False)
+        if self._implements("_ainvoke"):
+            return run_sync(self._call_async(args, timeout, kwargs))
+        raise self._not_supported("invoke")
+
+    async def _call_async(
+        self, args: dict[str, Any], timeout: float | None, kwargs: dict[str, Any]
+    ) -> Any:
+        if self._implements("_ainvoke"):
+            call = self._ainvoke(args, **kwargs)
+        elif self._implements("_invoke"):
+            call = asyncio.to_thread(self._invoke, args, **kwargs)
+        else:
+            raise self._not_supported("invoke")
+        if timeout is None:
+            return await call
+        try:
+            async with asyncio.timeout(timeout):
+                return await call
+        except TimeoutError:
+            raise self._timeout_error(timeout) from None
+
+    def _ids(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        return {"tool_name": self._card.name, "tool_id": self._card.id}
+
+    def _span_attrs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        ctx = kwargs.get("tool_context")
+        return tool_span_attributes(
+            self._card.name, getattr(ctx, "request_id", None), self._card.description or None
+        )
+
+    def invoke(self, inputs: Mapping[str, Any] | str | None = None, **kwargs: Any) -> Any:
+        """Run the tool synchronously and return its raw result.
+
+        `inputs` is a dict of arguments or the model's raw JSON string. Options:
+        `skip_none_value`, `skip_inputs_validate`, `timeout` (seconds; also
+        `operation_timeout`); other keyword arguments reach the implementation (for example
+        `tool_context` or injected values).
+        """
+        prep, timeout = self._split(kwargs)
+        cb = self.callbacks
+        if cb.count == 0 and not tracing_enabled():
+            self._check_invoke()
+            return self._call_sync(self.prepare_inputs(inputs, **prep), timeout, kwargs)
+        with span(f"execute_tool {self._card.name}", self._span_attrs(kwargs)):
+            return self._invoke_observed(cb, inputs, prep, timeout, kwargs)
+
+    def _check_invoke(self) -> None:
+        if not self.supports_invoke():
+            raise self._not_supported("invoke")
+
+    def _invoke_observed(
+        self,
+        cb: CallbackFramework,
+        inputs: Any,
+        prep: dict[str, Any],
+        timeout: float | None,
+        kwargs: dict[str, Any],
+    ) -> Any:
+        ids = self._ids(kwargs)
+        inputs = cb.transform_sync(E.TOOL_INVOKE_INPUT, inputs, inputs=inputs, **ids, **kwargs)
+        cb.trigger_sync(
+            E.TOOL_INVOKE_INPUT, **kwargs, inputs=inputs, tool_info=self.tool_info(), **ids
+        )
+        self._check_invoke()
+        cb.trigger_sync(E.TOOL_CALL_STARTED, **ids, inputs=inputs)
+        try:
+            cb.trigger_sync(
+                E.TOOL_PARSE_STARTED, **ids, raw_inputs=inputs, schema=self._card.input_params
+            )
+            args = self.prepare_inputs(inputs, **prep)
+            cb.trigger_sync(E.TOOL_PARSE_FINISHED, **ids, formatted_inputs=args)
+            result = self._call_sync(args, timeout, kwargs)
+        except Exception as e:
+            cb.trigger_sync(E.TOOL_CALL_ERROR, **ids, error=e)
+            raise
+        cb.trigger_sync(E.TOOL_CALL_FINISHED, **ids, inputs=args, result=result)
+        result = cb.transform_sync(E.TOOL_INVOKE_OUTPUT, result, result=result, **ids)
+        cb.trigger_sync(
+            E.TOOL_INVOKE_OUTPUT, **kwargs, result=result, tool_info=self.tool_info(), **ids
+        )
+        return result
+
+    async def ainvoke(self, inputs: Mapping[str, Any] | str | None = None, **kwargs: Any) -> Any:
+        """Run the tool from async code and return its raw result (see `invoke`)."""
+        prep, timeout = self._split(kwargs)
+        cb = self.callbacks
+        if cb.count == 0 and not tracing_enabled():
+            self._check_invoke()
+            return await self._call_async(self.prepare_inputs(inputs, **prep), timeout, kwargs)
+        with span(f"execute_tool {self._card.name}", self._span_attrs(kwargs)):
+            return await self._ainvoke_observed(cb, inputs, prep, timeout, kwargs)
+
+    async def _ainvoke_observed(
+        self,
+        cb: CallbackFramework,
+        inputs: Any,
+        prep: dict[str, Any],
+        timeout: float | None,
+        kwargs: dict[str, Any],
+    ) -> Any:
+        ids = self._ids(kwargs)
+        inputs = await cb.transform(E.TOOL_INVOKE_INPUT, inputs, inputs=inputs, **ids, **kwargs)
+        await cb.trigger(
+            E.TOOL_INVOKE_INPUT, **kwargs, inputs=inputs, tool_info=self.tool_info(), **ids
+        )
+        self._check_invoke()
+        await cb.trigger(E.TOOL_CALL_STARTED, **ids, inputs=inputs)
+        try:
+            await cb.trigger(
+                E.TOOL_PARSE_STARTED, **ids, raw_inputs=inputs, schema=self._card.input_params
+            )
+            args = self.prepare_inputs(inputs, **prep)
+            await cb.trigger(E.TOOL_PARSE_FINISHED, **ids, formatted_inputs=args)
+            result = await self._call_async(args, timeout, kwargs)
+        except Exception as e:
+            await cb.trigger(E.TOOL_CALL_ERROR, **ids, error=e)
+            raise
+        await cb.trigger(E.TOOL_CALL_FINISHED, **ids, inputs=args, result=result)
+        result = await cb.transform(E.TOOL_INVOKE_OUTPUT, result, result=result, **ids)
+        await cb.trigger(
+            E.TOOL_INVOKE_OUTPUT, **kwargs, result=result, tool_info=self.tool_info(), **ids
+        )
+        return result
+
+    # stream ---------------------------------------------------------------------------------
+    def stream(self, inputs: Mapping[str, Any] | str | None = None, **kwargs: Any) -> Iterator[Any]:
+        """Run the tool as a stream and iterate its chunks synchronously."""
+        if not self.supports_stream():
+            raise self._not_supported("stream")
+        return self._stream_observed(inputs, kwargs)
+
+    def _sync_chunks(self, args: dict[str, Any], kwargs: dict[str, Any]) -> Iterator[Any]:
+        if self._implements("_stream"):
+            yield from self._stream(args, **kwargs)
+            return
+        agen = self._astream(args, **kwargs)
+        runner = _runner()
+        try:
+            while True:
+                try:
+                    yield runner.run(agen.__anext__())  # type: ignore[arg-type]
+                except StopAsyncIteration:
+                    return
+        finally:
+            runner.run(_aclose(agen))
+
+    def _stream_observed(self, inputs: Any, kwargs: dict[str, Any]) -> Iterator[Any]:
+        prep, _ = self._split(kwargs)
+        cb = self.callbacks
+        ids = self._ids(kwargs)
+        observed = cb.count > 0
+        if observed:
+            inputs = cb.transform_sync(E.TOOL_STREAM_INPUT, inputs, inputs=inputs, **ids, **kwargs)
+            cb.trigger_sync(
+                E.TOOL_STREAM_INPUT, **kwargs, inputs=inputs, tool_info=self.tool_info(), **ids
+            )
+            cb.trigger_sync(E.TOOL_CALL_STARTED, **ids, inputs=inputs)
+        try:
+            if observed:
+                cb.trigger_sync(
+                    E.TOOL_PARSE_STARTED, **ids, raw_inputs=inputs, schema=self._card.input_params
+                )
+            args = self.prepare_inputs(inputs, **prep)
+            if observed:
+                cb.trigger_sync(E.TOOL_PARSE_FINISHED, **ids, formatted_inputs=args)
+            for chunk in self._sync_chunks(args, kwargs):
+                if observed:
+                    cb.trigger_sync(E.TOOL_RESULT_RECEIVED, **ids, inputs=args, result=chunk)
+                    chunk = cb.transform_sync(E.TOOL_STREAM_OUTPUT, chunk, result=chunk, **ids)
+                    cb.trigger_sync(
+                        E.TOOL_STREAM_OUTPUT,
+                        **kwargs,
+                        result=chunk,
+                        tool_info=self.tool_info(),
+                        **ids,
+                    )
+                yield chunk
+        except Exception as e:
+            if observed:
+                cb.trigger_sync(E.TOOL_CALL_ERROR, **ids, error=e)
+            raise
+        if observed:
+            cb.trigger_sync(E.TOOL_CALL_FINISHED, **ids)
+
+    def astream(
+        self, inputs: Mapping[str, Any] | str | None = None, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        """Run the tool as a stream and iterate its chunks asynchronously."""
+        if not self.supports_stream():
+            raise self._not_supported("stream")
+        return self._astream_observed(inputs, kwargs)
+
+    async def _async_chunks(
+        self, args: dict[str, Any], kwargs: dict[str, Any]
+    ) -> AsyncIterator[Any]:
+        if self._implements("_astream"):
+            async for chunk in self._astream(args, **kwargs):
+                yield chunk
+            return
+        ctx = contextvars.copy_context()
+        iterator = await asyncio.to_thread(ctx.run, lambda: iter(self._stream(args, **kwargs)))
+        while True:
+            chunk = await asyncio.to_thread(ctx.run, next, iterator, _DONE)  # type: ignore[arg-type]
+            if chunk is _DONE:
+                return
+            yield chunk
+
+    async def _astream_observed(self, inputs: Any, kwargs: dict[str, Any]) -> AsyncIterator[Any]:
+        prep, _ = self._split(kwargs)
+        cb = self.callbacks
+        ids = self._ids(kwargs)
+        observed = cb.count > 0
+        if observed:
+            inputs = await cb.transform(E.TOOL_STREAM_INPUT, inputs, inputs=inputs, **ids, **kwargs)
+            await cb.trigger(
+                E.TOOL_STREAM_INPUT, **kwargs, inputs=inputs, tool_info=self.tool_info(), **ids
+            )
+            await cb.trigger(E.TOOL_CALL_STARTED, **ids, inputs=inputs)
+        try:
+            if observed:
+                await cb.trigger(
+                    E.TOOL_PARSE_STARTED, **ids, raw_inputs=inputs, schema=self._card.input_params
+                )
+            args = self.prepare_inputs(inputs, **prep)
+            if observed:
+                await cb.trigger(E.TOOL_PARSE_FINISHED, **ids, formatted_inputs=args)
+            async for chunk in self._async_chunks(args, kwargs):
+                if observed:
+                    await cb.trigger(E.TOOL_RESULT_RECEIVED, **ids, inputs=args, result=chunk)
+                    chunk = await cb.transform(E.TOOL_STREAM_OUTPUT, chunk, result=chunk, **ids)
+                    await cb.trigger(
+                        E.TOOL_STREAM_OUTPUT,
+                        **kwargs,
+                        result=chunk,
+                        tool_info=self.tool_info(),
+                        **ids,
+                    )
+                yield chunk
+        except Exception as e:
+            if observed:
+                await cb.trigger(E.TOOL_CALL_ERROR, **ids, error=e)
+            raise
+        if observed:
+            await cb.trigger(E.TOOL_CALL_FINISHED, **ids)
+
+
+async def _aclose(agen: Any) -> None:
+    close = getattr(agen, "aclose", None)
+    if close is not None:
+        await close()

@@ -1,0 +1,164 @@
+"""`ToolCard`: the immutable description of a tool, and `ToolInfo`, its flat descriptor."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import uuid
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+
+from ..errors import ToolCardError
+
+__all__ = ["TOOL_NAME_PATTERN", "ReturnBehavior", "ToolCard", "ToolInfo", "check_tool_name"]
+
+TOOL_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+def check_tool_name(name: str) -> str:
+    """Return `name` if every provider accepts it, else raise `ToolCardError` saying why."""
+    if not isinstance(name, str) or not TOOL_NAME_PATTERN.match(name):
+        reason = (
+            "it is empty"
+            if not name
+            else f"it is {len(name)} characters long"
+            if isinstance(name, str) and len(name) > 64
+            else "it contains characters other than letters, digits, '_' and '-'"
+        )
+        raise ToolCardError(
+            f"invalid tool name {name!r}: {reason}. OpenAI, Anthropic and Gemini require tool "
+            f"names matching {TOOL_NAME_PATTERN.pattern} (at most 64 letters, digits, '_' or '-')."
+        )
+    return name
+
+
+class ReturnBehavior(StrEnum):
+    """What the loop does with a tool's result (LangChain4j `ReturnBehavior`)."""
+
+    TO_LLM = "to_llm"
+    """Send the result back to the model (default)."""
+    IMMEDIATE = "immediate"
+    """Return to the caller at once, without another model turn."""
+    IMMEDIATE_IF_LAST = "immediate_if_last"
+    """Return at once when this is the last call of the round."""
+
+
+class ToolInfo(BaseModel):
+    """The flat function descriptor: `type`, `name`, `description`, `parameters`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: str = "function"
+    name: str = ""
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=dict)
+
+
+def _freeze_key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=repr, ensure_ascii=False)
+
+
+class ToolCard(BaseModel):
+    """Everything a model and an executor need to know about one tool.
+
+    Immutable, compared and hashed by value over all fields (so the same declaration
+    registered twice is recognised, and cards can key a mapping). `input_params` is the
+    canonical JSON Schema (an object schema); a pydantic model class is accepted and converted.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    name: str
+    description: str = ""
+    input_params: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+    parallel_safe: bool = True
+    stateless: bool = False
+    idempotent: bool = False
+    strict: bool | None = None
+    return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM
+    timeout: float | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    properties: dict[str, Any] = Field(default_factory=dict)
+
+    _hash: int | None = PrivateAttr(default=None)
+    _dialects: dict[Any, Any] = PrivateAttr(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, v: str) -> str:
+        return check_tool_name(v)
+
+    @field_validator("input_params", mode="before")
+    @classmethod
+    def _schema(cls, v: Any) -> Any:
+        if isinstance(v, type) and issubclass(v, BaseModel):
+            schema = v.model_json_schema()
+            schema.pop("title", None)
+            return schema
+        if v is None:
+            raise ToolCardError("input_params must be a JSON Schema object, not None")
+        if isinstance(v, dict):
+            return copy.deepcopy(v)
+        to_schema = getattr(v, "to_schema", None)
+        if callable(to_schema):
+            return to_schema()
+        return v
+
+    @field_validator("timeout")
+    @classmethod
+    def _check_timeout(cls, v: float | None) -> float | None:
+        if v is not None and v <= 0:
+            raise ToolCardError(f"timeout must be positive, got {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _check_schema(self) -> ToolCard:
+        schema = self.input_params
+        if schema and schema.get("type", "object") != "object":
+            raise ToolCardError(
+                f"tool {self.name!r}: input_params must be an object schema "
+                f"(type 'object'), got type {schema.get('type')!r}"
+            )
+        return self
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(
+                (
+                    type(self).__name__,
+                    *(_freeze_key(getattr(self, f)) for f in type(self).model_fields),
+                )
+            )
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, ToolCard)
+        return all(getattr(self, f) == getattr(other, f) for f in type(self).model_fields)
+
+    def model_copy(self, *, update: Any = None, deep: bool = False) -> ToolCard:  # type: ignore[override]
+        """A validated copy with `update` applied (a new id is not generated)."""
+        data = {f: getattr(self, f) for f in type(self).model_fields}
+        data.update(update or {})
+        return type(self)(**(copy.deepcopy(data) if deep else data))
+
+    def tool_info(self) -> ToolInfo:
+        """The flat function descriptor (`type="function"`, name, description, parameters)."""
+        return ToolInfo(name=self.name, description=self.description, parameters=self.input_params)
+
+    def to_str(self) -> str:
+        """`"id=<id>,name=<name>"` (openJiuwen's short form)."""
+        return f"id={self.id},name={self.name}"
+
+    def dialect_cache(self) -> dict[Any, Any]:
+        """Per-card cache used by `toolweave.dialects` (keyed by dialect and strictness)."""
+        return self._dialects

@@ -1,0 +1,161 @@
+"""`@tool` / `tool(fn)` and `tools_from(obj)`."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, overload
+
+from ..callbacks.framework import CallbackFramework
+from ..errors import ToolCardError
+from ..schema.function_schema import function_schema
+from .card import ReturnBehavior, ToolCard, check_tool_name
+from .local_function import LocalFunction
+
+__all__ = ["tool", "tools_from"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@overload
+def tool(func: Callable[..., Any], /) -> LocalFunction: ...
+
+
+@overload
+def tool(
+    func: None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    return_behavior: ReturnBehavior | str = ReturnBehavior.TO_LLM,
+    strict: bool | None = None,
+    parallel_safe: bool = True,
+    stateless: bool = False,
+    idempotent: bool = False,
+    timeout: float | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    input_params: Mapping[str, Any] | type | None = None,
+    card: ToolCard | None = None,
+    auto_extract: bool = True,
+    callbacks: CallbackFramework | None = None,
+) -> Callable[[Callable[..., Any]], LocalFunction]: ...
+
+
+@overload
+def tool(
+    func: Callable[..., Any],
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    return_behavior: ReturnBehavior | str = ReturnBehavior.TO_LLM,
+    strict: bool | None = None,
+    parallel_safe: bool = True,
+    stateless: bool = False,
+    idempotent: bool = False,
+    timeout: float | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    input_params: Mapping[str, Any] | type | None = None,
+    card: ToolCard | None = None,
+    auto_extract: bool = True,
+    callbacks: CallbackFramework | None = None,
+) -> LocalFunction: ...
+
+
+def tool(
+    func: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    return_behavior: ReturnBehavior | str = ReturnBehavior.TO_LLM,
+    strict: bool | None = None,
+    parallel_safe: bool = True,
+    stateless: bool = False,
+    idempotent: bool = False,
+    timeout: float | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    input_params: Mapping[str, Any] | type | None = None,
+    card: ToolCard | None = None,
+    auto_extract: bool = True,
+    callbacks: CallbackFramework | None = None,
+) -> LocalFunction | Callable[[Callable[..., Any]], LocalFunction]:
+    """Turn a function into a `LocalFunction` tool; bare (`@tool`), with options, or called.
+
+    The name defaults to the function's name and the description to its docstring summary.
+    `card` uses a prebuilt card unchanged; `input_params` replaces the generated schema (the
+    function is then validated against that schema instead of its signature). With
+    `auto_extract=False` the docstring is not read.
+    """
+
+    def build(fn: Callable[..., Any]) -> LocalFunction:
+        if isinstance(fn, LocalFunction):
+            fn = fn.func
+        if isinstance(fn, staticmethod):
+            fn = fn.__func__
+        if isinstance(fn, classmethod):
+            raise ToolCardError(
+                "@tool does not wrap classmethods; use a plain method or a staticmethod"
+            )
+        if not callable(fn):
+            raise ToolCardError(f"@tool needs a callable, got {type(fn).__name__}")
+        tool_name = name or getattr(fn, "__name__", None) or type(fn).__name__
+        check_tool_name(tool_name)
+        fs = function_schema(fn, name=tool_name, description=description, auto_extract=auto_extract)
+        if card is not None:
+            return LocalFunction(card, fn, callbacks=callbacks, schema=fs)
+        the_card = ToolCard(
+            name=tool_name,
+            description=fs.description,
+            input_params=input_params if input_params is not None else fs.json_schema,
+            parallel_safe=parallel_safe,
+            stateless=stateless,
+            idempotent=idempotent,
+            strict=strict,
+            return_behavior=ReturnBehavior(return_behavior),
+            timeout=timeout,
+            metadata=dict(metadata or {}),
+        )
+        return LocalFunction(the_card, fn, callbacks=callbacks, schema=fs)
+
+    if func is not None:
+        return build(func)
+    return build
+
+
+def tools_from(obj: Any) -> list[LocalFunction]:
+    """Collect every `@tool`-marked method of `obj`, bound to it.
+
+    Inherited tools are included, an override in a subclass wins (an override without
+    `@tool` removes the tool), and two tools with the same name raise `ToolCardError`.
+    A class is instantiated with no arguments first.
+    """
+    if inspect.isclass(obj):
+        try:
+            obj = obj()
+        except TypeError as e:
+            raise ToolCardError(
+                f"tools_from({obj.__name__}) needs an instance: the class cannot be created "
+                f"without arguments ({e})"
+            ) from e
+    by_attr: dict[str, Any] = {}
+    for klass in reversed(type(obj).__mro__):
+        for attr, value in vars(klass).items():
+            by_attr[attr] = value
+    tools: list[LocalFunction] = []
+    seen: dict[str, str] = {}
+    for attr, value in by_attr.items():
+        if not isinstance(value, LocalFunction):
+            continue
+        first = next(iter(inspect.signature(value.func).parameters), None)
+        bound = value.bind(obj) if first in ("self", "cls") else value
+        tool_name = bound.card.name
+        if tool_name in seen:
+            raise ToolCardError(
+                f"duplicate tool name {tool_name!r} on {type(obj).__name__}: declared by "
+                f"{seen[tool_name]!r} and {attr!r}. Tool names must be unique."
+            )
+        seen[tool_name] = attr
+        tools.append(bound)
+    return tools
