@@ -6,7 +6,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import threading
-from collections.abc import Coroutine
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -42,3 +42,48 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     ctx = contextvars.copy_context()
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="toolweave-sync") as pool:
         return pool.submit(ctx.run, asyncio.run, coro).result()
+
+
+def iterate_sync(agen: AsyncIterator[T]) -> Iterator[T]:
+    """Iterate an async iterator from synchronous code (on this thread's private loop, or on
+    a helper thread's loop when this thread already runs one)."""
+    if _in_running_loop():
+        import queue
+
+        q: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=64)
+
+        async def pump() -> None:
+            try:
+                async for item in agen:
+                    q.put(("item", item))
+            except BaseException as e:  # delivered to the consumer
+                q.put(("error", e))
+            else:
+                q.put(("done", None))
+
+        thread = threading.Thread(target=asyncio.run, args=(pump(),), daemon=True)
+        thread.start()
+        while True:
+            kind, value = q.get()
+            if kind == "item":
+                yield value
+            elif kind == "error":
+                raise value
+            else:
+                return
+    runner = _runner()
+    it = agen.__aiter__()
+    try:
+        while True:
+            try:
+                yield runner.run(_anext(it))
+            except StopAsyncIteration:
+                return
+    finally:
+        aclose = getattr(it, "aclose", None)
+        if aclose is not None:
+            runner.run(aclose())
+
+
+async def _anext(it: AsyncIterator[T]) -> T:
+    return await it.__anext__()

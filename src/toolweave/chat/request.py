@@ -1,0 +1,116 @@
+"""`ChatRequest`, its parameters and `ToolChoice`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..tools.card import ToolCard
+from .messages import ChatMessage
+
+__all__ = ["ChatRequest", "ChatRequestParameters", "ToolChoice"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolChoice:
+    """Whether and which tools the model must call: `AUTO`, `REQUIRED`, `NONE`, or
+    `ToolChoice.tool("name")` for one specific tool."""
+
+    mode: Literal["auto", "required", "none", "tool"]
+    name: str | None = None
+
+    AUTO: ClassVar[ToolChoice]
+    REQUIRED: ClassVar[ToolChoice]
+    NONE: ClassVar[ToolChoice]
+
+    @classmethod
+    def tool(cls, name: str) -> ToolChoice:
+        """Force a call of the tool called `name`."""
+        return cls("tool", name)
+
+    @classmethod
+    def parse(cls, value: ToolChoice | str | None) -> ToolChoice | None:
+        """Accept a ToolChoice, `"auto"`/`"required"`/`"none"`, or a tool name."""
+        if value is None or isinstance(value, ToolChoice):
+            return value
+        if value in ("auto", "required", "none"):
+            return cls(value)  # type: ignore[arg-type]
+        return cls.tool(value)
+
+    def __repr__(self) -> str:
+        return (
+            f"ToolChoice.tool({self.name!r})"
+            if self.mode == "tool"
+            else f"ToolChoice.{self.mode.upper()}"
+        )
+
+
+ToolChoice.AUTO = ToolChoice("auto")
+ToolChoice.REQUIRED = ToolChoice("required")
+ToolChoice.NONE = ToolChoice("none")
+
+
+class ChatRequestParameters(BaseModel):
+    """Generic request options; each provider maps, refuses (naming itself and the option),
+    or passes through `custom_parameters`, which are merged into the request body last."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    model: str | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    stop: tuple[str, ...] | None = None
+    tools: tuple[ToolCard, ...] | None = None
+    tool_choice: ToolChoice | None = None
+    parallel_tool_calls: bool | None = None
+    response_format: Any = None
+    """A JSON schema dict, or a pydantic model / dataclass / TypedDict type."""
+    custom_parameters: dict[str, Any] = Field(default_factory=dict)
+
+    def __init__(self, **data: Any) -> None:
+        if "tool_choice" in data:
+            data["tool_choice"] = ToolChoice.parse(data["tool_choice"])
+        if data.get("tools") is not None:
+            data["tools"] = tuple(data["tools"])
+        if data.get("stop") is not None and isinstance(data["stop"], str):
+            data["stop"] = (data["stop"],)
+        super().__init__(**data)
+
+    def override(self, other: ChatRequestParameters | None) -> ChatRequestParameters:
+        """These parameters with every field `other` set explicitly taking precedence."""
+        if other is None:
+            return self
+        update = {k: getattr(other, k) for k in other.model_fields_set}
+        if "custom_parameters" in update:
+            update["custom_parameters"] = {**self.custom_parameters, **other.custom_parameters}
+        return self.model_copy(update=update)
+
+
+class ChatRequest(BaseModel):
+    """What is sent to a `ChatModel`: the messages and the parameters."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    messages: tuple[ChatMessage, ...]
+    parameters: ChatRequestParameters = Field(default_factory=ChatRequestParameters)
+
+    def __init__(
+        self,
+        messages: Sequence[Any] | None = None,
+        parameters: ChatRequestParameters | None = None,
+        **data: Any,
+    ) -> None:
+        if messages is not None:
+            data["messages"] = tuple(messages)
+        if parameters is not None:
+            data["parameters"] = parameters
+        super().__init__(**data)
+
+    @property
+    def tools(self) -> tuple[ToolCard, ...]:
+        """The tool cards offered to the model (empty when none)."""
+        return self.parameters.tools or ()
