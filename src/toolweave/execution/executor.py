@@ -84,13 +84,20 @@ class DefaultToolExecutor:
     def __repr__(self) -> str:
         return f"DefaultToolExecutor({self.tool!r})"
 
-    def _context(self, request: ToolExecutionRequest, memory_id: Any, context: Any) -> ToolContext:
+    def _context(
+        self,
+        request: ToolExecutionRequest,
+        memory_id: Any,
+        context: Any,
+        injected: dict[str, Any] | None = None,
+    ) -> ToolContext:
         return ToolContext(
             tool_name=self.tool.card.name,
             request_id=request.id,
             memory_id=memory_id,
             context=context,
             callbacks=self.tool.callbacks,
+            extra=injected or {},
         )
 
     def _failed(self, error: Exception) -> ToolExecutionResult:
@@ -115,10 +122,15 @@ class DefaultToolExecutor:
         memory_id: Any = None,
         *,
         context: Any = None,
+        injected: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> ToolExecutionResult:
-        """Run `request` from async code; see the module docstring for error handling."""
-        ctx = self._context(request, memory_id, context)
+        """Run `request` from async code; see the module docstring for error handling.
+
+        `context` reaches the tool as `ToolContext.context`; `injected` supplies values for
+        parameters declared `Injected`.
+        """
+        ctx = self._context(request, memory_id, context, injected)
         try:
             value = await self.tool.ainvoke(request.arguments, tool_context=ctx, **kwargs)
             return to_result(value, self.tool.card.name)
@@ -131,10 +143,11 @@ class DefaultToolExecutor:
         memory_id: Any = None,
         *,
         context: Any = None,
+        injected: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> ToolExecutionResult:
         """Run `request` synchronously; see the module docstring for error handling."""
-        ctx = self._context(request, memory_id, context)
+        ctx = self._context(request, memory_id, context, injected)
         try:
             value = self.tool.invoke(request.arguments, tool_context=ctx, **kwargs)
             return to_result(value, self.tool.card.name)
