@@ -1,0 +1,33 @@
+"""`ToolService`: registration and the reason–act loop, with error handlers, concurrency,
+streaming and tool search."""
+
+from .handlers import (
+    RETHROW,
+    HallucinatedToolStrategy,
+    ToolErrorContext,
+    ToolErrorHandler,
+    ToolErrorHandlerResult,
+    default_arguments_error_handler,
+    default_execution_error_handler,
+)
+from .result import ChatCompleted, ToolChatResult, ToolExecutionFinished, ToolExecutionStarted
+from .search import KeywordToolSearch, ToolSearchStrategy
+from .service import ServiceEvent, ToolService
+
+__all__ = [
+    "RETHROW",
+    "ChatCompleted",
+    "HallucinatedToolStrategy",
+    "KeywordToolSearch",
+    "ServiceEvent",
+    "ToolChatResult",
+    "ToolErrorContext",
+    "ToolErrorHandler",
+    "ToolErrorHandlerResult",
+    "ToolExecutionFinished",
+    "ToolExecutionStarted",
+    "ToolSearchStrategy",
+    "ToolService",
+    "default_arguments_error_handler",
+    "default_execution_error_handler",
+]

@@ -1,0 +1,114 @@
+"""Error handlers and the hallucinated-tool strategy of the loop.
+
+A handler is `(error, context) -> ToolErrorHandlerResult | str`, sync or async; raising
+aborts the conversation (after the round has finished, with the history kept valid).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import HallucinatedToolError, ToolArgumentsError, ToolExecutionError
+from ..execution.executor import error_text
+from ..execution.requests import ToolExecutionRequest
+
+__all__ = [
+    "RETHROW",
+    "HallucinatedToolStrategy",
+    "ToolErrorContext",
+    "ToolErrorHandler",
+    "ToolErrorHandlerResult",
+    "default_arguments_error_handler",
+    "default_execution_error_handler",
+]
+
+logger = logging.getLogger("toolweave.service")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolErrorContext:
+    """What a handler knows about the failed call."""
+
+    request: ToolExecutionRequest
+    memory_id: Any = None
+    attempt: int = 1
+    """Consecutive failures of this tool in this conversation, this one included."""
+    budget: int = 2
+    """How many consecutive failures are fed back before the default handler raises."""
+    raw_error: BaseException | None = None
+    """The exception before unwrapping (the typed toolweave error)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolErrorHandlerResult:
+    """The text sent back to the model as the (error) result of the call."""
+
+    text: str
+
+
+ToolErrorHandler = Callable[
+    [BaseException, ToolErrorContext],
+    "ToolErrorHandlerResult | str | Awaitable[ToolErrorHandlerResult | str]",
+]
+
+
+def default_arguments_error_handler(
+    error: BaseException, context: ToolErrorContext
+) -> ToolErrorHandlerResult:
+    """Feed the problem back to the model; raise once the per-tool budget is spent."""
+    if context.attempt > context.budget:
+        raise error
+    return ToolErrorHandlerResult(error_text(error))
+
+
+def default_execution_error_handler(
+    error: BaseException, context: ToolErrorContext
+) -> ToolErrorHandlerResult:
+    """Feed the tool's error message (or its class name) back to the model, and log it."""
+    cause = error.cause if isinstance(error, ToolExecutionError) and error.cause else error
+    logger.warning(
+        "tool %r failed: %s: %s", context.request.name, type(cause).__name__, error_text(error)
+    )
+    return ToolErrorHandlerResult(error_text(error))
+
+
+def RETHROW(error: BaseException, context: ToolErrorContext) -> ToolErrorHandlerResult:
+    """A handler that aborts the conversation with the error (the seed's strict behaviour)."""
+    raise error
+
+
+def _available_text(name: str, available: list[str]) -> str:
+    listing = ", ".join(available) if available else "(none)"
+    return f"There is no tool named {name!r}. Call one of the available tools instead: {listing}."
+
+
+class HallucinatedToolStrategy:
+    """What to do when the model calls a tool that does not exist.
+
+    `FEEDBACK` (default) answers the call with an error listing the available tools (counted
+    against the same per-tool budget as argument errors); `THROW` raises
+    `HallucinatedToolError`. Any callable `(request, available_names) -> str` may be used.
+    """
+
+    @staticmethod
+    def FEEDBACK(request: ToolExecutionRequest, available: list[str]) -> str:
+        """Answer with an error that lists the available tools."""
+        return _available_text(request.name, available)
+
+    @staticmethod
+    def THROW(request: ToolExecutionRequest, available: list[str]) -> str:
+        """Abort with `HallucinatedToolError`."""
+        raise HallucinatedToolError(
+            f"The model tried to call the tool {request.name!r}, which does not exist "
+            f"(available: {', '.join(available) or '(none)'}). It is most likely a hallucination.",
+            tool_name=request.name,
+            available=available,
+        )
+
+
+def is_arguments_error(error: BaseException) -> bool:
+    """Whether `error` goes to the arguments handler."""
+    return isinstance(error, ToolArgumentsError)

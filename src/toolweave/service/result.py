@@ -1,0 +1,63 @@
+"""`ToolChatResult` and the events `chat_stream` yields besides the model's own."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..chat.messages import ChatMessage
+from ..chat.response import ChatResponse, TokenUsage
+from ..execution.requests import ToolExecutionRequest
+from ..execution.results import ToolExecution
+
+__all__ = [
+    "ChatCompleted",
+    "ToolChatResult",
+    "ToolExecutionFinished",
+    "ToolExecutionStarted",
+]
+
+
+@dataclass(slots=True)
+class ToolChatResult:
+    """The outcome of `ToolService.chat`.
+
+    `messages` is the whole conversation (the input, every model turn and every tool
+    result), valid to send again: pass it back with a new `UserMessage` to continue.
+    `immediate` is True when a tool's `ReturnBehavior` ended the loop; `final_response` is
+    then the response that asked for that tool. `output` is the parsed structured output.
+    """
+
+    final_response: ChatResponse | None
+    tool_executions: list[ToolExecution] = field(default_factory=list)
+    intermediate_responses: list[ChatResponse] = field(default_factory=list)
+    token_usage: TokenUsage | None = None
+    messages: list[ChatMessage] = field(default_factory=list)
+    immediate: bool = False
+    output: Any = None
+
+    @property
+    def text(self) -> str | None:
+        """The final answer's text."""
+        return self.final_response.ai_message.text if self.final_response else None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExecutionStarted:
+    """A tool call started (streaming)."""
+
+    request: ToolExecutionRequest
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExecutionFinished:
+    """A tool call finished (streaming)."""
+
+    execution: ToolExecution
+
+
+@dataclass(frozen=True, slots=True)
+class ChatCompleted:
+    """The loop ended; the last event of `chat_stream`."""
+
+    result: ToolChatResult

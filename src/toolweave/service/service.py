@@ -1,0 +1,694 @@
+"""`ToolService`: tool registration and the reason–act loop.
+
+One async engine serves every face: `achat` consumes it, `chat` runs `achat` on a private
+loop, `achat_stream`/`chat_stream` yield its events. The rules (docs/loop.md):
+
+- registered tools are merged into the request parameters (the caller's other parameters
+  win; tools the caller passes are kept and come first);
+- `max_tool_calling_round_trips` counts tool rounds: the model may ask for tools that many
+  times; asking once more raises `ToolLoopLimitError` (same rule for every face);
+- the calls of one round run concurrently (at most `max_concurrency` at once); a card with
+  `parallel_safe=False` is a barrier: calls before it finish first, it runs alone, calls
+  after it start afterwards; results are appended in request order; one failure never
+  discards its siblings' results;
+- argument errors go to `arguments_error_handler`, tool errors to
+  `execution_error_handler`, unknown tool names to `hallucinated_tool_strategy`; the
+  defaults feed the problem back to the model, argument and unknown-tool errors within a
+  per-tool budget of consecutive failures (`max_argument_retries`, default 2);
+- `ReturnBehavior`: return at once when the last call is `IMMEDIATE_IF_LAST` or every call
+  is `IMMEDIATE`/`IMMEDIATE_IF_LAST`, unless a call of the round failed;
+- whatever happens, every tool call id in the history gets exactly one result message; an
+  escaping exception carries the valid history as `error.partial_result`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from .._utils.sync import iterate_sync, run_sync
+from ..callbacks.events import ToolCallEvents as E
+from ..callbacks.framework import CallbackFramework, callback_framework
+from ..callbacks.otel import span
+from ..chat.events import CompleteToolCall, ResponseCompleted, StreamEvent
+from ..chat.messages import ChatMessage, ToolExecutionResultMessage, UserMessage
+from ..chat.model import ChatModel
+from ..chat.request import ChatRequest, ChatRequestParameters
+from ..chat.response import ChatResponse, TokenUsage
+from ..errors import (
+    HallucinatedToolError,
+    ToolArgumentsError,
+    ToolCardError,
+    ToolExecutionError,
+    ToolLoopLimitError,
+    ToolweaveError,
+)
+from ..execution.executor import DefaultToolExecutor, as_executor, error_text
+from ..execution.requests import ToolExecutionRequest
+from ..execution.results import ToolExecution, ToolExecutionResult
+from ..schema.arguments import parse_arguments
+from ..tools.base import Tool
+from ..tools.card import ReturnBehavior, ToolCard
+from ..tools.decorator import tool as make_tool
+from ..tools.decorator import tools_from
+from ..tools.local_function import LocalFunction
+from .handlers import (
+    HallucinatedToolStrategy,
+    ToolErrorContext,
+    ToolErrorHandler,
+    ToolErrorHandlerResult,
+    default_arguments_error_handler,
+    default_execution_error_handler,
+)
+from .result import ChatCompleted, ToolChatResult, ToolExecutionFinished, ToolExecutionStarted
+from .search import FOUND_TOOLS_ATTRIBUTE, ToolSearchStrategy
+
+__all__ = ["ServiceEvent", "ToolService"]
+
+logger = logging.getLogger("toolweave.service")
+
+ServiceEvent = StreamEvent | ToolExecutionStarted | ToolExecutionFinished | ChatCompleted
+
+
+@dataclass(slots=True)
+class _Entry:
+    card: ToolCard
+    executor: Any
+
+
+@dataclass(slots=True)
+class _Run:
+    messages: list[ChatMessage]
+    parameters: ChatRequestParameters
+    memory_id: Any
+    context: Any
+    injected: dict[str, Any] | None
+    executions: list[ToolExecution] = field(default_factory=list)
+    intermediate: list[ChatResponse] = field(default_factory=list)
+    usage: TokenUsage | None = None
+    failures: dict[str, int] = field(default_factory=dict)
+    found: list[str] = field(default_factory=list)
+    semaphore: asyncio.Semaphore | None = None
+
+    def result(self, final: ChatResponse | None, *, immediate: bool = False) -> ToolChatResult:
+        return ToolChatResult(
+            final_response=final,
+            tool_executions=self.executions,
+            intermediate_responses=self.intermediate,
+            token_usage=self.usage,
+            messages=self.messages,
+            immediate=immediate,
+        )
+
+
+@dataclass(slots=True)
+class _Outcome:
+    """One call's result, plus the exception a handler raised (re-raised after the round)."""
+
+    execution: ToolExecution
+    abort: BaseException | None = None
+
+
+class ToolService:
+    """Holds tools and runs the loop in which a model calls them (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        max_tool_calling_round_trips: int = 100,
+        max_concurrency: int = 16,
+        max_argument_retries: int = 2,
+        arguments_error_handler: ToolErrorHandler | None = None,
+        execution_error_handler: ToolErrorHandler | None = None,
+        hallucinated_tool_strategy: Callable[[ToolExecutionRequest, list[str]], str] = (
+            HallucinatedToolStrategy.FEEDBACK
+        ),
+        tool_search: ToolSearchStrategy | None = None,
+        callbacks: CallbackFramework | None = None,
+    ) -> None:
+        if max_tool_calling_round_trips < 0:
+            raise ValueError("max_tool_calling_round_trips must not be negative")
+        if max_concurrency < 1:
+            raise ValueError("max_concurrency must be at least 1")
+        self.max_tool_calling_round_trips = max_tool_calling_round_trips
+        self.max_concurrency = max_concurrency
+        self.max_argument_retries = max_argument_retries
+        self.arguments_error_handler = arguments_error_handler or default_arguments_error_handler
+        self.execution_error_handler = execution_error_handler or default_execution_error_handler
+        self.hallucinated_tool_strategy = hallucinated_tool_strategy
+        self.tool_search = tool_search
+        self._callbacks = callbacks
+        self._entries: dict[str, _Entry] = {}
+        self._cards: tuple[ToolCard, ...] | None = None
+
+    # registration ---------------------------------------------------------------------------
+    @property
+    def callbacks(self) -> CallbackFramework:
+        """The callback framework for loop events (the global one by default)."""
+        return self._callbacks if self._callbacks is not None else callback_framework
+
+    def _add(self, card: ToolCard, executor: Any) -> None:
+        if card.name in self._entries or (
+            self.tool_search is not None and card.name == self.tool_search.card.name
+        ):
+            raise ToolCardError(
+                f"duplicate tool name {card.name!r}: a tool with this name is already registered"
+            )
+        self._entries[card.name] = _Entry(card, executor)
+        self._cards = None
+
+    def _add_tool(self, t: Tool) -> None:
+        self._add(t.card, DefaultToolExecutor(t, propagate_errors=True))
+
+    def tools(self, *objects: Any) -> ToolService:
+        """Register tools: `Tool`s, plain functions, objects (or classes) with `@tool`
+        methods, `{card_or_name: executor}` mappings, or iterables of these."""
+        for obj in objects:
+            if isinstance(obj, Tool):
+                self._add_tool(obj)
+            elif isinstance(obj, Mapping):
+                for key, executor in obj.items():
+                    self.tool(key, executor)
+            elif isinstance(obj, (list, tuple, set, frozenset)):
+                self.tools(*obj)
+            elif inspect.isfunction(obj) or inspect.ismethod(obj) or inspect.isbuiltin(obj):
+                self._add_tool(make_tool(obj))
+            else:
+                found = tools_from(obj)
+                if not found:
+                    raise ToolCardError(
+                        f"{type(obj).__name__} has no @tool methods and is not a tool, a "
+                        "function, or a mapping of cards to executors"
+                    )
+                for t in found:
+                    self._add_tool(t)
+        return self
+
+    def tool(self, obj: Any, method_or_executor: Any) -> ToolService:
+        """Register one tool: `tool(obj, "method_name")` or `tool(card_or_name, executor)`."""
+        if isinstance(method_or_executor, str):
+            attr = getattr(obj, method_or_executor, None)
+            if attr is None:
+                raise ToolCardError(f"{type(obj).__name__} has no method {method_or_executor!r}")
+            self._add_tool(attr if isinstance(attr, LocalFunction) else make_tool(attr))
+            return self
+        card = obj if isinstance(obj, ToolCard) else ToolCard(name=str(obj))
+        executor = method_or_executor
+        if isinstance(executor, Tool):
+            executor = DefaultToolExecutor(executor, propagate_errors=True)
+        self._add(card, as_executor(executor))
+        return self
+
+    def remove(self, name: str) -> None:
+        """Unregister the tool called `name`."""
+        del self._entries[name]
+        self._cards = None
+
+    @property
+    def tool_cards(self) -> tuple[ToolCard, ...]:
+        """The cards of every registered tool, in registration order."""
+        if self._cards is None:
+            self._cards = tuple(e.card for e in self._entries.values())
+        return self._cards
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    # public faces ---------------------------------------------------------------------------
+    def chat(
+        self,
+        model: ChatModel,
+        parameters: ChatRequestParameters | None = None,
+        messages: Sequence[ChatMessage] | str | None = None,
+        *,
+        memory_id: Any = None,
+        context: Any = None,
+        injected: Mapping[str, Any] | None = None,
+    ) -> ToolChatResult:
+        """Run the loop to the model's final answer (synchronously)."""
+        return run_sync(
+            self.achat(
+                model, parameters, messages, memory_id=memory_id, context=context, injected=injected
+            )
+        )
+
+    async def achat(
+        self,
+        model: ChatModel,
+        parameters: ChatRequestParameters | None = None,
+        messages: Sequence[ChatMessage] | str | None = None,
+        *,
+        memory_id: Any = None,
+        context: Any = None,
+        injected: Mapping[str, Any] | None = None,
+    ) -> ToolChatResult:
+        """Run the loop to the model's final answer.
+
+        `messages` is the conversation so far (a str is one user message). `memory_id`
+        and `context` reach tools through `ToolContext`; `injected` supplies values for
+        parameters declared `Injected`.
+        """
+        run = self._start(parameters, messages, memory_id, context, injected)
+        result: ToolChatResult | None = None
+        async for event in self._loop(model, run, streaming=False, eager=False):
+            if isinstance(event, ChatCompleted):
+                result = event.result
+        assert result is not None
+        return result
+
+    async def achat_stream(
+        self,
+        model: ChatModel,
+        parameters: ChatRequestParameters | None = None,
+        messages: Sequence[ChatMessage] | str | None = None,
+        *,
+        eager: bool = False,
+        memory_id: Any = None,
+        context: Any = None,
+        injected: Mapping[str, Any] | None = None,
+    ) -> AsyncIterator[ServiceEvent]:
+        """Run the loop, streaming: yields the model's events (text deltas, partial and
+        complete tool calls, completed responses), `ToolExecutionStarted`/`Finished`, and a
+        final `ChatCompleted`. With `eager=True` a tool starts as soon as its call is complete
+        in the stream, before the model has finished."""
+        run = self._start(parameters, messages, memory_id, context, injected)
+        async for event in self._loop(model, run, streaming=True, eager=eager):
+            yield event
+
+    def chat_stream(
+        self,
+        model: ChatModel,
+        parameters: ChatRequestParameters | None = None,
+        messages: Sequence[ChatMessage] | str | None = None,
+        *,
+        eager: bool = False,
+        memory_id: Any = None,
+        context: Any = None,
+        injected: Mapping[str, Any] | None = None,
+    ) -> Iterator[ServiceEvent]:
+        """Synchronous `achat_stream`."""
+        return iterate_sync(
+            self.achat_stream(
+                model,
+                parameters,
+                messages,
+                eager=eager,
+                memory_id=memory_id,
+                context=context,
+                injected=injected,
+            )
+        )
+
+    # the engine -----------------------------------------------------------------------------
+    def _start(
+        self,
+        parameters: ChatRequestParameters | None,
+        messages: Sequence[ChatMessage] | str | None,
+        memory_id: Any,
+        context: Any,
+        injected: Mapping[str, Any] | None,
+    ) -> _Run:
+        if messages is None:
+            raise ValueError("messages must not be empty: pass the conversation so far")
+        history: list[ChatMessage] = (
+            [UserMessage(messages)] if isinstance(messages, str) else list(messages)
+        )
+        if not history:
+            raise ValueError("messages must not be empty: pass the conversation so far")
+        run = _Run(
+            messages=history,
+            parameters=parameters or ChatRequestParameters(),
+            memory_id=memory_id,
+            context=context,
+            injected=dict(injected) if injected else None,
+        )
+        if self.tool_search is not None:
+            for m in history:
+                if isinstance(m, ToolExecutionResultMessage):
+                    for name in m.attributes.get(FOUND_TOOLS_ATTRIBUTE, ()):
+                        if name not in run.found:
+                            run.found.append(name)
+        return run
+
+    def _visible_cards(self, run: _Run) -> tuple[ToolCard, ...]:
+        if self.tool_search is None:
+            return self.tool_cards
+        visible = [
+            e.card
+            for name, e in self._entries.items()
+            if name in self.tool_search.always_visible or name in run.found
+        ]
+        return (*visible, self.tool_search.card)
+
+    def _parameters(self, run: _Run) -> ChatRequestParameters:
+        cards = self._visible_cards(run)
+        given = run.parameters.tools or ()
+        if given:
+            names = {c.name for c in given}
+            cards = (*given, *(c for c in cards if c.name not in names))
+        if not cards:
+            return run.parameters
+        return run.parameters.model_copy(update={"tools": cards})
+
+    async def _fire(self, event: str, **kwargs: Any) -> None:
+        cb = self.callbacks
+        if cb.count and cb.has(event):
+            await cb.trigger(event, **kwargs)
+
+    async def _loop(
+        self, model: ChatModel, run: _Run, *, streaming: bool, eager: bool
+    ) -> AsyncIterator[ServiceEvent]:
+        rounds = 0
+        parameters = self._parameters(run)
+        pending: list[ToolExecutionRequest] = []
+        try:
+            while True:
+                if self.tool_search is not None:
+                    parameters = self._parameters(run)
+                request = ChatRequest.model_construct(
+                    messages=tuple(run.messages), parameters=parameters
+                )
+                await self._fire(E.MODEL_REQUEST, request=request, memory_id=run.memory_id)
+                started: dict[str, asyncio.Task[_Outcome]] = {}
+                queue: asyncio.Queue[ServiceEvent] | None = asyncio.Queue() if streaming else None
+                if streaming:
+                    response = None
+                    barrier_seen = False
+                    async for event in model.astream(request):
+                        yield event
+                        if isinstance(event, ResponseCompleted):
+                            response = event.response
+                        elif eager and isinstance(event, CompleteToolCall):
+                            entry = self._entries.get(event.request.name)
+                            if barrier_seen or (entry is not None and not entry.card.parallel_safe):
+                                barrier_seen = True
+                            elif rounds < self.max_tool_calling_round_trips:
+                                started[event.request.id] = asyncio.create_task(
+                                    self._execute_one(event.request, run, queue)
+                                )
+                        if queue is not None:
+                            while not queue.empty():
+                                yield queue.get_nowait()
+                    if response is None:
+                        raise ToolweaveError(
+                            f"the model stream of {type(model).__name__} ended without a final response"
+                        )
+                else:
+                    with span(
+                        f"chat {parameters.model or ''}".strip(),
+                        {"gen_ai.operation.name": "chat", "gen_ai.request.model": parameters.model},
+                    ):
+                        response = await model.achat(request)
+                await self._fire(E.MODEL_RESPONSE, response=response, memory_id=run.memory_id)
+                if response.usage is not None:
+                    run.usage = response.usage + run.usage if run.usage else response.usage
+                ai = response.ai_message
+                run.messages.append(ai)
+                calls = list(ai.tool_execution_requests)
+                if not calls:
+                    result = run.result(response)
+                    yield ChatCompleted(result)
+                    return
+                pending = calls
+                if rounds >= self.max_tool_calling_round_trips:
+                    for task in started.values():
+                        task.cancel()
+                    raise ToolLoopLimitError(
+                        f"the model asked for tools more than max_tool_calling_round_trips="
+                        f"{self.max_tool_calling_round_trips} times; stopping the loop"
+                    )
+                rounds += 1
+                run.intermediate.append(response)
+                await self._fire(
+                    E.ROUND_STARTED, round=rounds, requests=calls, memory_id=run.memory_id
+                )
+                if queue is None:
+                    outcomes = await self._execute_round(calls, run, None, started)
+                else:
+                    round_task = asyncio.create_task(
+                        self._execute_round(calls, run, queue, started)
+                    )
+                    try:
+                        while not round_task.done() or not queue.empty():
+                            getter = asyncio.ensure_future(queue.get())
+                            await asyncio.wait(
+                                {getter, round_task}, return_when=asyncio.FIRST_COMPLETED
+                            )
+                            if getter.done():
+                                yield getter.result()
+                            else:
+                                getter.cancel()
+                        outcomes = round_task.result()
+                    finally:
+                        if not round_task.done():
+                            round_task.cancel()
+                            await asyncio.gather(round_task, return_exceptions=True)
+                self._record(run, calls, outcomes)
+                pending = []
+                await self._fire(
+                    E.ROUND_FINISHED,
+                    round=rounds,
+                    executions=[o.execution for o in outcomes],
+                    memory_id=run.memory_id,
+                )
+                abort = next((o.abort for o in outcomes if o.abort is not None), None)
+                if abort is not None:
+                    raise abort
+                if self._returns_immediately(calls, outcomes):
+                    yield ChatCompleted(run.result(response, immediate=True))
+                    return
+        except BaseException as e:
+            if pending:
+                self._answer_unanswered(run, pending, e)
+            if isinstance(e, Exception):
+                try:
+                    e.partial_result = run.result(None)  # type: ignore[attr-defined]
+                except AttributeError:
+                    pass
+            raise
+
+    def _record(
+        self, run: _Run, calls: list[ToolExecutionRequest], outcomes: list[_Outcome]
+    ) -> None:
+        for call, outcome in zip(calls, outcomes, strict=True):
+            run.executions.append(outcome.execution)
+            message = ToolExecutionResultMessage.from_result(call, outcome.execution.result)
+            run.messages.append(message)
+            found = outcome.execution.result.attributes.get(FOUND_TOOLS_ATTRIBUTE)
+            if found:
+                for name in found:
+                    if name not in run.found:
+                        run.found.append(name)
+
+    @staticmethod
+    def _answer_unanswered(
+        run: _Run, calls: list[ToolExecutionRequest], error: BaseException
+    ) -> None:
+        answered = {m.id for m in run.messages if isinstance(m, ToolExecutionResultMessage)}
+        reason = (
+            "it was cancelled"
+            if isinstance(error, asyncio.CancelledError)
+            else (f"the conversation stopped: {type(error).__name__}")
+        )
+        for call in calls:
+            if call.id not in answered:
+                run.messages.append(
+                    ToolExecutionResultMessage(
+                        id=call.id,
+                        tool_name=call.name,
+                        text=f"The tool call was not executed: {reason}.",
+                        is_error=True,
+                    )
+                )
+
+    def _returns_immediately(
+        self, calls: list[ToolExecutionRequest], outcomes: list[_Outcome]
+    ) -> bool:
+        if any(o.execution.result.is_error for o in outcomes):
+            return False
+        behaviours = []
+        for call in calls:
+            entry = self._entries.get(call.name)
+            behaviours.append(entry.card.return_behavior if entry else ReturnBehavior.TO_LLM)
+        if not behaviours:
+            return False
+        if behaviours[-1] is ReturnBehavior.IMMEDIATE_IF_LAST:
+            return True
+        return all(b is not ReturnBehavior.TO_LLM for b in behaviours)
+
+    # executing a round ----------------------------------------------------------------------
+    async def _execute_round(
+        self,
+        calls: list[ToolExecutionRequest],
+        run: _Run,
+        queue: asyncio.Queue[ServiceEvent] | None,
+        started: dict[str, asyncio.Task[_Outcome]],
+    ) -> list[_Outcome]:
+        if len(calls) == 1 and not started:
+            return [await self._execute_one(calls[0], run, queue)]
+        results: list[_Outcome | None] = [None] * len(calls)
+        tasks: list[asyncio.Task[_Outcome]] = []
+        try:
+            segment: list[tuple[int, asyncio.Task[_Outcome]]] = []
+            for i, call in enumerate(calls):
+                task = started.pop(call.id, None)
+                entry = self._entries.get(call.name)
+                barrier = entry is not None and not entry.card.parallel_safe
+                if barrier:
+                    for j, t in segment:
+                        results[j] = await t
+                    segment = []
+                    results[i] = await (
+                        task if task is not None else self._execute_one(call, run, queue)
+                    )
+                    continue
+                if task is None:
+                    task = asyncio.create_task(self._execute_one(call, run, queue))
+                tasks.append(task)
+                segment.append((i, task))
+            for j, t in segment:
+                results[j] = await t
+        finally:
+            for task in (*tasks, *started.values()):
+                if not task.done():
+                    task.cancel()
+            leftovers = [t for t in (*tasks, *started.values()) if not t.done()]
+            if leftovers:
+                await asyncio.gather(*leftovers, return_exceptions=True)
+        return [r for r in results if r is not None]
+
+    async def _execute_one(
+        self,
+        call: ToolExecutionRequest,
+        run: _Run,
+        queue: asyncio.Queue[ServiceEvent] | None,
+    ) -> _Outcome:
+        if queue is not None:
+            queue.put_nowait(ToolExecutionStarted(call))
+        if run.semaphore is None:
+            run.semaphore = asyncio.Semaphore(self.max_concurrency)
+        abort: BaseException | None = None
+        async with run.semaphore:
+            start = datetime.now(UTC)
+            try:
+                result = await self._dispatch(call, run)
+            except _Abort as a:
+                abort = a.error
+                result = a.result
+        execution = ToolExecution(call, result, start, datetime.now(UTC), run.memory_id)
+        if queue is not None:
+            queue.put_nowait(ToolExecutionFinished(execution))
+        return _Outcome(execution, abort)
+
+    async def _dispatch(self, call: ToolExecutionRequest, run: _Run) -> ToolExecutionResult:
+        search = self.tool_search
+        if search is not None and call.name == search.card.name:
+            return await self._run_search(call, run)
+        entry = self._entries.get(call.name)
+        if entry is None:
+            return await self._hallucinated(call, run)
+        try:
+            result: ToolExecutionResult = await entry.executor.aexecute_with_result(
+                call, run.memory_id, context=run.context, injected=run.injected
+            )
+        except ToolArgumentsError as e:
+            return await self._handle(self.arguments_error_handler, e, call, run, counted=True)
+        except ToolExecutionError as e:
+            return await self._handle(self.execution_error_handler, e, call, run, counted=False)
+        except Exception as e:  # a custom executor raising something untyped
+            wrapped = ToolExecutionError(
+                f"tool {call.name!r} failed: {error_text(e)}", tool_name=call.name, cause=e
+            )
+            return await self._handle(
+                self.execution_error_handler, wrapped, call, run, counted=False
+            )
+        run.failures.pop(call.name, None)
+        return result
+
+    async def _handle(
+        self,
+        handler: ToolErrorHandler,
+        error: ToolweaveError,
+        call: ToolExecutionRequest,
+        run: _Run,
+        *,
+        counted: bool,
+    ) -> ToolExecutionResult:
+        attempt = 1
+        if counted:
+            attempt = run.failures.get(call.name, 0) + 1
+            run.failures[call.name] = attempt
+        ctx = ToolErrorContext(
+            request=call,
+            memory_id=run.memory_id,
+            attempt=attempt,
+            budget=self.max_argument_retries,
+            raw_error=error,
+        )
+        try:
+            out = handler(error, ctx)
+            if inspect.isawaitable(out):
+                out = await out
+        except BaseException as raised:
+            raise _Abort(
+                raised, ToolExecutionResult.error_result(error_text(error), error=error)
+            ) from None
+        text = out.text if isinstance(out, ToolErrorHandlerResult) else str(out)
+        return ToolExecutionResult.error_result(text, error=error)
+
+    async def _hallucinated(self, call: ToolExecutionRequest, run: _Run) -> ToolExecutionResult:
+        available = [c.name for c in self._visible_cards(run)]
+        attempt = run.failures.get(call.name, 0) + 1
+        run.failures[call.name] = attempt
+        try:
+            text = self.hallucinated_tool_strategy(call, available)
+            if inspect.isawaitable(text):
+                text = await text
+        except BaseException as raised:
+            fallback = HallucinatedToolStrategy.FEEDBACK(call, available)
+            raise _Abort(raised, ToolExecutionResult.error_result(fallback, error=raised)) from None
+        if attempt > self.max_argument_retries:
+            error = HallucinatedToolError(
+                f"the model called the unknown tool {call.name!r} {attempt} times in a row "
+                f"(available: {', '.join(available) or '(none)'})",
+                tool_name=call.name,
+                available=available,
+            )
+            raise _Abort(error, ToolExecutionResult.error_result(str(text), error=error))
+        return ToolExecutionResult.error_result(str(text))
+
+    async def _run_search(self, call: ToolExecutionRequest, run: _Run) -> ToolExecutionResult:
+        assert self.tool_search is not None
+        hidden = [
+            e.card
+            for name, e in self._entries.items()
+            if name not in self.tool_search.always_visible and name not in run.found
+        ]
+        try:
+            found = self.tool_search.search(
+                parse_arguments(call.arguments, tool_name=call.name), hidden
+            )
+        except ToolArgumentsError as e:
+            return await self._handle(self.arguments_error_handler, e, call, run, counted=True)
+        names = [c.name for c in found]
+        text = f"Tools found: {', '.join(names)}" if names else "No matching tools found"
+        return ToolExecutionResult(
+            text=text, result=names, attributes={FOUND_TOOLS_ATTRIBUTE: names}
+        )
+
+
+class _Abort(Exception):
+    """Internal: a handler raised; carries the error result that still answers the call."""
+
+    def __init__(self, error: BaseException, result: ToolExecutionResult) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.result = result
