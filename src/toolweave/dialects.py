@@ -30,10 +30,15 @@ card returns the same object, so **treat the returned dicts as read-only**.
   OpenAPI subset: `$defs` inlined (a recursive `$ref` is a `SchemaError`: use
   json_schema mode), `anyOf[T, null]` and `type: [T, "null"]` become `T` + `nullable: true`,
   `additionalProperties`, `title`, `default`, `$schema`, `examples` dropped, `const` and
-  non-string enums handled (`enum` values become strings and the type `string`), tuple
+  non-string enums handled (Gemini enums are strings: a numeric enum keeps its numeric type and
+  lists the allowed values in the description, other enums become strings), tuple
   `prefixItems` widened to `items: {anyOf}` with `minItems`/`maxItems`; a real union stays
   `anyOf` (never collapsed to its first branch). A tool with no parameters sends no
   `parameters` key at all (Gemini rejects an empty object schema).
+
+Every dialect needs an object schema at the root of the parameters: a root `anyOf`/`oneOf`/
+`allOf`/`$ref` is a `SchemaError` (never sent, never silently dropped), and a root without
+`"type"` gets `"type": "object"`.
 """
 
 from __future__ import annotations
@@ -193,23 +198,45 @@ def to_openai_strict(schema: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _resolve_strict(card: ToolCard, strict: bool | None) -> tuple[bool, dict[str, Any]]:
+def _object_root(card: ToolCard, dialect: str) -> dict[str, Any]:
+    """The card's schema checked to be an object schema at the root, as every provider
+    requires; a root union (`anyOf`/`oneOf`) or a `$ref` is a `SchemaError`, and a missing
+    `"type": "object"` is added."""
+    schema = card.input_params
+    if not schema:
+        return {"type": "object", "properties": {}}
+    for key in ("anyOf", "oneOf", "allOf", "$ref"):
+        if key in schema:
+            raise SchemaError(
+                f"tool {card.name!r}: {dialect} needs an object schema at the root of the "
+                f"parameters, but the schema has a root {key!r}. Wrap the union in a property, "
+                'e.g. {"type": "object", "properties": {"value": {"anyOf": [...]}}}.'
+            )
+    if "type" not in schema:
+        return {"type": "object", **schema}
+    return schema
+
+
+def _resolve_strict(
+    card: ToolCard, strict: bool | None, dialect: str
+) -> tuple[bool, dict[str, Any]]:
     want = strict if strict is not None else card.strict
+    schema = _object_root(card, dialect)
     if want is False:
-        return False, card.input_params
+        return False, schema
     try:
-        return True, to_openai_strict(card.input_params)
+        return True, to_openai_strict(schema)
     except SchemaError as e:
         if want is True:
             raise SchemaError(f"tool {card.name!r}: {e.message}") from None
-        return False, card.input_params
+        return False, schema
 
 
 def openai_tool(card: ToolCard, strict: bool | None = None) -> dict[str, Any]:
     """The Chat Completions `tools[]` entry for `card` (see the module docstring)."""
 
     def build() -> dict[str, Any]:
-        is_strict, params = _resolve_strict(card, strict)
+        is_strict, params = _resolve_strict(card, strict, "OpenAI")
         fn: dict[str, Any] = {"name": card.name}
         if card.description:
             fn["description"] = card.description
@@ -225,7 +252,7 @@ def openai_responses_tool(card: ToolCard, strict: bool | None = None) -> dict[st
     """The Responses API `tools[]` entry for `card` (flat, `strict` always present)."""
 
     def build() -> dict[str, Any]:
-        is_strict, params = _resolve_strict(card, strict)
+        is_strict, params = _resolve_strict(card, strict, "OpenAI")
         out: dict[str, Any] = {"type": "function", "name": card.name}
         if card.description:
             out["description"] = card.description
@@ -276,7 +303,7 @@ def anthropic_tool(card: ToolCard, strict: bool | None = None) -> dict[str, Any]
         out: dict[str, Any] = {"name": card.name}
         if card.description:
             out["description"] = card.description
-        schema = card.input_params or {"type": "object", "properties": {}}
+        schema = _object_root(card, "Anthropic")
         if want:
             try:
                 out["input_schema"] = to_anthropic_strict(schema)
@@ -394,11 +421,21 @@ def _openapi_node(schema: Any, defs: Mapping[str, Any], stack: tuple[str, ...], 
         values = [v for v in s["enum"] if v is not None]
         if None in s["enum"]:
             s["nullable"] = True
-        if any(not isinstance(v, str) for v in values):
+        numeric = values and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in values
+        )
+        if numeric:
+            # Gemini enums are strings only; a string "1" would then fail validation, so a
+            # numeric enum keeps its numeric type and lists the allowed values in the text.
+            s.pop("enum")
+            s["type"] = "integer" if all(isinstance(v, int) for v in values) else "number"
             notes.append("allowed values: " + ", ".join(str(v) for v in values))
-        s["enum"] = [str(v) for v in values]
-        s["type"] = "string"
-        s["format"] = "enum"
+        else:
+            if any(not isinstance(v, str) for v in values):
+                notes.append("allowed values: " + ", ".join(str(v) for v in values))
+            s["enum"] = [str(v) for v in values]
+            s["type"] = "string"
+            s["format"] = "enum"
     if "properties" in s:
         s["properties"] = {
             n: _openapi_node(p, defs, stack, f"{where}.{n}".lstrip("."))
@@ -437,7 +474,7 @@ def gemini_function_declaration(
         out: dict[str, Any] = {"name": card.name}
         if card.description:
             out["description"] = card.description
-        schema = card.input_params
+        schema = _object_root(card, "Gemini")
         if schema.get("properties") or schema.get("additionalProperties") not in (None, False):
             try:
                 if mode == "openapi":

@@ -129,6 +129,9 @@ def parse_arguments(
         return {}
     try:
         value = _loads(text)
+    except ToolArgumentsError as e:  # before ValueError: it is a subclass
+        e.tool_name = tool_name
+        raise
     except ValueError:
         repaired = repair_arguments(text)
         if repaired is None:
@@ -138,13 +141,10 @@ def parse_arguments(
                 tool_name=tool_name,
             ) from None
         return repaired
-    except ToolArgumentsError as e:
-        e.tool_name = tool_name
-        raise
     if isinstance(value, str) and value.strip().startswith("{"):
         try:
-            inner = _loads(value)
-        except ValueError:
+            inner = json.loads(value)
+        except (ValueError, RecursionError):
             inner = None
         if isinstance(inner, dict):
             return inner

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, Strict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
 from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 
@@ -68,10 +68,22 @@ class FunctionSchema:
     """Model-facing name -> Python parameter name, for parameters renamed with `P(name=...)`."""
 
 
+def _reject_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("Input should be a number, not a boolean")
+    return value
+
+
+_NO_BOOL = BeforeValidator(_reject_bool)
+
+
 def _strict_bools(tp: Any) -> Any:
-    """Replace `bool` with a strict bool so `"true"` is not silently accepted as True."""
+    """Apply the coercion table's strict rules: `bool` accepts only true/false (not `"true"`
+    or 1), and `int`/`float` do not accept booleans (pydantic's lax mode would)."""
     if tp is bool:
         return Annotated[bool, Strict()]
+    if tp is int or tp is float:
+        return Annotated[tp, _NO_BOOL]
     origin = get_origin(tp)
     if origin is None:
         return tp
@@ -191,9 +203,11 @@ def function_schema(
             (m.description for m in metadata if isinstance(m, FieldInfo) and m.description), None
         )
         str_desc = next((m for m in metadata if isinstance(m, str)), None)
+        default_desc = param.default.description if isinstance(param.default, FieldInfo) else None
         desc = (
             (p_marker.description if p_marker else None)
             or field_desc
+            or default_desc
             or str_desc
             or doc.params.get(param.name)
         )
@@ -207,6 +221,16 @@ def function_schema(
             var_positional = param.name
             tp = list[tp] if tp is not Any else list[Any]  # type: ignore[valid-type]
             default: Any = []
+        elif isinstance(param.default, FieldInfo):
+            # `x: int = Field(3, ge=0)`: the FieldInfo carries the default and constraints
+            field_default = param.default
+            default = (
+                ...
+                if field_default.is_required()
+                else field_default.get_default(call_default_factory=True)
+            )
+            if field_default.metadata:
+                tp = Annotated[(tp, *field_default.metadata)]
         elif param.default is not inspect.Parameter.empty:
             default = param.default
         elif _is_optional(tp) and not (p_marker and p_marker.required):

@@ -21,6 +21,7 @@ Unknown top-level keys are rejected unless the schema allows extra properties.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping
 from typing import Any, Protocol
@@ -155,7 +156,7 @@ class ModelArgumentsValidator:
                 err["type"] in ("json_invalid", "model_type", "model_attributes_type")
                 or not err["loc"]
                 or err["loc"][0] in self._json_fields
-                or (err["loc"][0] in self._null_defaults and err.get("input", 0) is None)
+                or (err.get("input", 0) is None and err["type"] != "missing")
                 for err in errs
             )
             if not retry:
@@ -176,12 +177,60 @@ class ModelArgumentsValidator:
         try:
             return self._kwargs(self._validator.validate_python(data))
         except pydantic.ValidationError as e:
+            retried = self._retry_without_nulls(data, e)
+            if retried is not None:
+                return retried
             raise self._fail(e) from None
         except RecursionError:
             raise ToolArgumentsError(
                 "The arguments are nested too deeply. Send a flatter JSON object.",
                 tool_name=self.tool_name,
             ) from None
+
+    def _retry_without_nulls(
+        self, data: Mapping[str, Any], error: pydantic.ValidationError
+    ) -> dict[str, Any] | None:
+        """Strict-mode schemas make optional nested fields nullable: a `null` the model sent
+        for a field that has a default means "use the default". Drop those nulls and try
+        again; None when that does not help (the original errors are then reported)."""
+        errs = error.errors(include_url=False, include_context=False)
+        locs = [e["loc"] for e in errs if e.get("input", 0) is None and e["type"] != "missing"]
+        if not locs or len(locs) != len(errs):
+            return None
+        cleaned: Any = dict(data)
+        for loc in locs:
+            cleaned = _without(cleaned, loc)
+            if cleaned is None:
+                return None
+        try:
+            return self._kwargs(self._validator.validate_python(cleaned))
+        except pydantic.ValidationError:
+            return None
+
+
+def _without(data: Any, loc: tuple[Any, ...]) -> Any:
+    """A copy of `data` with the key at path `loc` removed (None if the path is not found)."""
+    head, rest = loc[0], loc[1:]
+    if isinstance(data, Mapping):
+        if head not in data:
+            return None
+        out = dict(data)
+        if not rest:
+            del out[head]
+            return out
+        inner = _without(out[head], rest)
+        if inner is None:
+            return None
+        out[head] = inner
+        return out
+    if isinstance(data, list) and isinstance(head, int) and rest and 0 <= head < len(data):
+        inner = _without(data[head], rest)
+        if inner is None:
+            return None
+        items = list(data)
+        items[head] = inner
+        return items
+    return None
 
 
 def _preparse_json_strings(data: Mapping[str, Any], keys: frozenset[str]) -> dict[str, Any]:
@@ -255,7 +304,8 @@ class JsonSchemaArgumentsValidator:
                     )
         out = {k: v for k, v in data.items() if k not in self._defaults or v is not None}
         for k, v in self._defaults.items():
-            out.setdefault(k, v)
+            if k not in out:
+                out[k] = copy.deepcopy(v) if isinstance(v, (list, dict)) else v
         try:
             out = _coerce(out, self.schema, self.schema)
             for err in self._validator.iter_errors(out):
@@ -349,10 +399,14 @@ def _coerce(value: Any, schema: Any, root: Mapping[str, Any], depth: int = 0) ->
     if isinstance(value, dict):
         props = schema.get("properties")
         if isinstance(props, Mapping):
-            return {
-                k: _coerce(v, props.get(k), root, depth + 1) if k in props else v
-                for k, v in value.items()
-            }
+            out: dict[str, Any] = {}
+            for k, v in value.items():
+                sub = props.get(k)
+                if v is None and isinstance(sub, Mapping) and "default" in sub:
+                    out[k] = copy.deepcopy(sub["default"])  # strict mode: null means default
+                else:
+                    out[k] = _coerce(v, sub, root, depth + 1) if k in props else v
+            return out
         return value
     if isinstance(value, list):
         items = schema.get("items")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import copy
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
@@ -130,7 +131,7 @@ class Tool:
         props = self._card.input_params.get("properties") or {}
         for key, prop in props.items():
             if key not in data and isinstance(prop, dict) and "default" in prop:
-                data[key] = prop["default"]
+                data[key] = copy.deepcopy(prop["default"])
         return data
 
     # template methods -----------------------------------------------------------------------

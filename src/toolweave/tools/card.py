@@ -9,7 +9,15 @@ import uuid
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from ..errors import ToolCardError
 
@@ -57,6 +65,21 @@ class ToolInfo(BaseModel):
     parameters: dict[str, Any] = Field(default_factory=dict)
 
 
+def _card_error(cls_name: str, error: ValidationError) -> ToolCardError:
+    """A pydantic ValidationError on a card as a `ToolCardError` (code 182000)."""
+    problems: list[str] = []
+    for err in error.errors(include_url=False):
+        cause = (err.get("ctx") or {}).get("error")
+        if isinstance(cause, ToolCardError):
+            problems.append(cause.message)
+        else:
+            loc = ".".join(str(p) for p in err["loc"]) or "(card)"
+            problems.append(f"{loc}: {err['msg']}")
+    if len(problems) == 1:
+        return ToolCardError(problems[0])
+    return ToolCardError(f"invalid {cls_name}: " + "; ".join(problems))
+
+
 def _freeze_key(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=repr, ensure_ascii=False)
 
@@ -88,6 +111,12 @@ class ToolCard(BaseModel):
 
     _hash: int | None = PrivateAttr(default=None)
     _dialects: dict[Any, Any] = PrivateAttr(default_factory=dict)
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as e:
+            raise _card_error(type(self).__name__, e) from None
 
     @field_validator("name")
     @classmethod

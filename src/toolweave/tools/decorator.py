@@ -92,7 +92,9 @@ def tool(
     def build(fn: Callable[..., Any]) -> LocalFunction:
         if isinstance(fn, LocalFunction):
             fn = fn.func
+        static = False
         if isinstance(fn, staticmethod):
+            static = True
             fn = fn.__func__
         if isinstance(fn, classmethod):
             raise ToolCardError(
@@ -104,7 +106,9 @@ def tool(
         check_tool_name(tool_name)
         fs = function_schema(fn, name=tool_name, description=description, auto_extract=auto_extract)
         if card is not None:
-            return LocalFunction(card, fn, callbacks=callbacks, schema=fs)
+            made = LocalFunction(card, fn, callbacks=callbacks, schema=fs)
+            made._static = static
+            return made
         the_card = ToolCard(
             name=tool_name,
             description=fs.description,
@@ -117,7 +121,9 @@ def tool(
             timeout=timeout,
             metadata=dict(metadata or {}),
         )
-        return LocalFunction(the_card, fn, callbacks=callbacks, schema=fs)
+        made = LocalFunction(the_card, fn, callbacks=callbacks, schema=fs)
+        made._static = static
+        return made
 
     if func is not None:
         return build(func)
@@ -146,10 +152,13 @@ def tools_from(obj: Any) -> list[LocalFunction]:
     tools: list[LocalFunction] = []
     seen: dict[str, str] = {}
     for attr, value in by_attr.items():
+        if isinstance(value, staticmethod) and isinstance(value.__func__, LocalFunction):
+            value = value.__func__
+            value._static = True
         if not isinstance(value, LocalFunction):
             continue
         first = next(iter(inspect.signature(value.func).parameters), None)
-        bound = value.bind(obj) if first in ("self", "cls") else value
+        bound = value.bind(obj) if not value._static and first in ("self", "cls") else value
         tool_name = bound.card.name
         if tool_name in seen:
             raise ToolCardError(

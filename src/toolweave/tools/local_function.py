@@ -63,6 +63,8 @@ class LocalFunction(Tool):
         super().__init__(card, callbacks=callbacks)
         self.func = func
         self._schema = schema
+        self._static = False
+        """True for a tool declared on a staticmethod: attribute access does not bind it."""
         self._is_generator = _is_generator_function(func)
         self._is_async = inspect.iscoroutinefunction(
             func.func if isinstance(func, functools.partial) else func
@@ -91,7 +93,7 @@ class LocalFunction(Tool):
         return self.func(*args, **kwargs)
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
-        if instance is None:
+        if instance is None or self._static:
             return self
         return self.bind(instance)
 
@@ -156,6 +158,11 @@ class LocalFunction(Tool):
 
     def supports_invoke(self) -> bool:
         return not self._is_generator
+
+    def _not_supported(self, what: str) -> ToolNotSupportedError:
+        if what == "invoke" and self._is_generator:
+            return self._generator_error()
+        return super()._not_supported(what)
 
     def _invoke(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
         if self._is_generator:
