@@ -38,7 +38,8 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     fresh loop in a helper thread, so the caller's loop is never re-entered.
     """
     if not _in_running_loop():
-        return _runner().run(coro)
+        # a fresh copy each time: the runner's own context is a stale snapshot
+        return _runner().run(coro, context=contextvars.copy_context())
     ctx = contextvars.copy_context()
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="toolweave-sync") as pool:
         return pool.submit(ctx.run, asyncio.run, coro).result()
@@ -72,18 +73,68 @@ def iterate_sync(agen: AsyncIterator[T]) -> Iterator[T]:
             else:
                 return
     runner = _runner()
+    ctx = contextvars.copy_context()
     it = agen.__aiter__()
     try:
         while True:
             try:
-                yield runner.run(_anext(it))
+                yield runner.run(_anext(it), context=ctx)
             except StopAsyncIteration:
                 return
     finally:
         aclose = getattr(it, "aclose", None)
         if aclose is not None:
-            runner.run(aclose())
+            runner.run(aclose(), context=ctx)
 
 
 async def _anext(it: AsyncIterator[T]) -> T:
     return await it.__anext__()
+
+
+async def _next(aiter: AsyncIterator[T]) -> T:
+    return await aiter.__anext__()
+
+
+async def _aclose(aiter: Any) -> None:
+    close = getattr(aiter, "aclose", None)
+    if close is not None:
+        await close()
+
+
+def iterate_sync(aiter: AsyncIterator[T]) -> Iterator[T]:
+    """Iterate an async iterator from synchronous code, one item at a time.
+
+    Without a running loop in this thread the per-thread loop drives it. Inside a running
+    loop (sync `stream()` called from async code) a private loop in a helper thread does, so
+    the caller's loop is never re-entered. The caller's contextvars are visible either way.
+    """
+    loop: asyncio.AbstractEventLoop | None = None
+    thread: threading.Thread | None = None
+    if _in_running_loop():
+        loop = asyncio.new_event_loop()
+        ctx = contextvars.copy_context()
+        thread = threading.Thread(
+            target=ctx.run, args=(loop.run_forever,), name="toolweave-stream", daemon=True
+        )
+        thread.start()
+        own_loop = loop
+
+        def run(coro: Coroutine[Any, Any, Any]) -> Any:
+            return asyncio.run_coroutine_threadsafe(coro, own_loop).result()
+
+    else:
+        run = _runner().run
+    try:
+        while True:
+            try:
+                yield run(_next(aiter))
+            except StopAsyncIteration:
+                return
+    finally:
+        try:
+            run(_aclose(aiter))
+        finally:
+            if loop is not None and thread is not None:
+                loop.call_soon_threadsafe(loop.stop)
+                thread.join()
+                loop.close()

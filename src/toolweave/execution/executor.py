@@ -43,12 +43,8 @@ class ToolExecutor(Protocol):
 
 def error_text(error: BaseException) -> str:
     """The text a model receives for a failed call: the message, else the class name."""
-    if (
-        isinstance(error, ToolExecutionError)
-        and error.cause is not None
-        and not isinstance(error.cause, ToolExecutionError)
-    ):
-        error = error.cause
+    if isinstance(error, ToolExecutionError) and error.details.get("wrapped") and error.cause:
+        error = error.cause  # the tool's own exception, wrapped by the executor
     if isinstance(error, (ToolExecutionError, ToolArgumentsError)):
         return error.message
     message = str(error)
@@ -110,6 +106,7 @@ class DefaultToolExecutor:
                 f"tool {self.tool.card.name!r} failed: {error_text(error)}",
                 tool_name=self.tool.card.name,
                 cause=error,
+                details={"wrapped": True},
             )
         )
         if self.propagate_errors or isinstance(error, ToolNotSupportedError):

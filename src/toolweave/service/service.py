@@ -605,7 +605,10 @@ class ToolService:
             return await self._handle(self.execution_error_handler, e, call, run, counted=False)
         except Exception as e:  # a custom executor raising something untyped
             wrapped = ToolExecutionError(
-                f"tool {call.name!r} failed: {error_text(e)}", tool_name=call.name, cause=e
+                f"tool {call.name!r} failed: {error_text(e)}",
+                tool_name=call.name,
+                cause=e,
+                details={"wrapped": True},
             )
             return await self._handle(
                 self.execution_error_handler, wrapped, call, run, counted=False

@@ -25,7 +25,7 @@ import copy
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
-from .._utils.sync import _runner, run_sync
+from .._utils.sync import iterate_sync, run_sync
 from ..callbacks.events import ToolCallEvents as E
 from ..callbacks.framework import CallbackFramework, callback_framework
 from ..callbacks.otel import span, tool_span_attributes, tracing_enabled
@@ -332,16 +332,7 @@ class Tool:
         if self._implements("_stream"):
             yield from self._stream(args, **kwargs)
             return
-        agen = self._astream(args, **kwargs)
-        runner = _runner()
-        try:
-            while True:
-                try:
-                    yield runner.run(agen.__anext__())  # type: ignore[arg-type]
-                except StopAsyncIteration:
-                    return
-        finally:
-            runner.run(_aclose(agen))
+        yield from iterate_sync(self._astream(args, **kwargs))
 
     def _stream_observed(self, inputs: Any, kwargs: dict[str, Any]) -> Iterator[Any]:
         prep, _ = self._split(kwargs)
@@ -441,9 +432,3 @@ class Tool:
             raise
         if observed:
             await cb.trigger(E.TOOL_CALL_FINISHED, **ids)
-
-
-async def _aclose(agen: Any) -> None:
-    close = getattr(agen, "aclose", None)
-    if close is not None:
-        await close()

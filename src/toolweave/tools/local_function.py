@@ -10,7 +10,7 @@ import types
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
-from .._utils.sync import run_sync
+from .._utils.sync import iterate_sync, run_sync
 from ..callbacks.framework import CallbackFramework
 from ..context import ToolContext
 from ..errors import ErrorCode, ToolCardError, ToolExecutionError, ToolNotSupportedError
@@ -225,19 +225,8 @@ class LocalFunction(Tool):
         return super().stream(inputs, **kwargs)
 
     def _stream_via_async(self, inputs: Any, kwargs: dict[str, Any]) -> Iterator[Any]:
-        # an async generator consumed from sync code: drive it on this thread's private loop
-        from .._utils.sync import _runner
-
-        agen = super().astream(inputs, **kwargs).__aiter__()
-        runner = _runner()
-        try:
-            while True:
-                try:
-                    yield runner.run(agen.__anext__())  # type: ignore[arg-type]
-                except StopAsyncIteration:
-                    return
-        finally:
-            runner.run(agen.aclose())  # type: ignore[attr-defined]
+        # an async generator consumed from sync code: drive it on a private loop
+        yield from iterate_sync(super().astream(inputs, **kwargs))
 
 
 class _Missing:
