@@ -45,52 +45,6 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         return pool.submit(ctx.run, asyncio.run, coro).result()
 
 
-def iterate_sync(agen: AsyncIterator[T]) -> Iterator[T]:
-    """Iterate an async iterator from synchronous code (on this thread's private loop, or on
-    a helper thread's loop when this thread already runs one)."""
-    if _in_running_loop():
-        import queue
-
-        q: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=64)
-
-        async def pump() -> None:
-            try:
-                async for item in agen:
-                    q.put(("item", item))
-            except BaseException as e:  # delivered to the consumer
-                q.put(("error", e))
-            else:
-                q.put(("done", None))
-
-        thread = threading.Thread(target=asyncio.run, args=(pump(),), daemon=True)
-        thread.start()
-        while True:
-            kind, value = q.get()
-            if kind == "item":
-                yield value
-            elif kind == "error":
-                raise value
-            else:
-                return
-    runner = _runner()
-    ctx = contextvars.copy_context()
-    it = agen.__aiter__()
-    try:
-        while True:
-            try:
-                yield runner.run(_anext(it), context=ctx)
-            except StopAsyncIteration:
-                return
-    finally:
-        aclose = getattr(it, "aclose", None)
-        if aclose is not None:
-            runner.run(aclose(), context=ctx)
-
-
-async def _anext(it: AsyncIterator[T]) -> T:
-    return await it.__anext__()
-
-
 async def _next(aiter: AsyncIterator[T]) -> T:
     return await aiter.__anext__()
 
@@ -123,7 +77,12 @@ def iterate_sync(aiter: AsyncIterator[T]) -> Iterator[T]:
             return asyncio.run_coroutine_threadsafe(coro, own_loop).result()
 
     else:
-        run = _runner().run
+        runner = _runner()
+        step_ctx = contextvars.copy_context()  # one copy for all steps: the caller's values
+
+        def run(coro: Coroutine[Any, Any, Any]) -> Any:
+            return runner.run(coro, context=step_ctx)
+
     try:
         while True:
             try:

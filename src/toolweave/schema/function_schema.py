@@ -18,6 +18,7 @@ import pydantic
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
 from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import PydanticCustomError
 
 from ..context import ToolContext
 from ..errors import ToolCardError
@@ -68,13 +69,19 @@ class FunctionSchema:
     """Model-facing name -> Python parameter name, for parameters renamed with `P(name=...)`."""
 
 
-def _reject_bool(value: Any) -> Any:
+def _reject_bool_int(value: Any) -> Any:
     if isinstance(value, bool):
-        raise ValueError("Input should be a number, not a boolean")
+        raise PydanticCustomError("int_type", "Input should be a valid integer, not a boolean")
     return value
 
 
-_NO_BOOL = BeforeValidator(_reject_bool)
+def _reject_bool_float(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise PydanticCustomError("float_type", "Input should be a valid number, not a boolean")
+    return value
+
+
+_NO_BOOL = {int: BeforeValidator(_reject_bool_int), float: BeforeValidator(_reject_bool_float)}
 
 
 def _strict_bools(tp: Any) -> Any:
@@ -83,12 +90,15 @@ def _strict_bools(tp: Any) -> Any:
     if tp is bool:
         return Annotated[bool, Strict()]
     if tp is int or tp is float:
-        return Annotated[tp, _NO_BOOL]
+        return Annotated[tp, _NO_BOOL[tp]]
     origin = get_origin(tp)
     if origin is None:
         return tp
     args = get_args(tp)
     if origin is Annotated:
+        if args[0] is int or args[0] is float:
+            # the bool check goes last (outermost) so constraints still apply to the number
+            return Annotated[(args[0], *tp.__metadata__, _NO_BOOL[args[0]])]  # type: ignore[attr-defined]
         return Annotated[(_strict_bools(args[0]), *tp.__metadata__)]  # type: ignore[attr-defined]
     if origin is Literal:
         return tp
