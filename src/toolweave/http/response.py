@@ -1,0 +1,96 @@
+"""Turning an HTTP response body into the `data` of a `RestfulApi` result."""
+
+from __future__ import annotations
+
+import codecs
+import json
+from typing import Any
+
+from ..errors import ErrorCode, RestfulApiError
+
+__all__ = ["is_json_type", "is_text_type", "parse_body"]
+
+_JSON_TYPES = frozenset({"application/json", "text/json", "text/x-json"})
+_TEXT_TYPES = frozenset(
+    {
+        "application/xml",
+        "application/javascript",
+        "application/ecmascript",
+        "application/x-www-form-urlencoded",
+        "application/x-yaml",
+        "application/yaml",
+        "application/x-ndjson",
+    }
+)
+
+
+def _media(content_type: str | None) -> tuple[str, str | None]:
+    if not content_type:
+        return "text/plain", None
+    parts = [p.strip() for p in content_type.split(";")]
+    media = parts[0].lower() or "text/plain"
+    charset = None
+    for p in parts[1:]:
+        key, _, value = p.partition("=")
+        if key.strip().lower() == "charset" and value:
+            charset = value.strip().strip('"').lower()
+    return media, charset
+
+
+def is_json_type(content_type: str | None) -> bool:
+    """Whether the media type announces JSON (`application/json`, `*/*+json`, ...)."""
+    media, _ = _media(content_type)
+    return media in _JSON_TYPES or media.endswith("+json")
+
+
+def is_text_type(content_type: str | None) -> bool:
+    """Whether the media type is text (`text/*`, XML, and a few textual application types)."""
+    media, _ = _media(content_type)
+    return media.startswith("text/") or media in _TEXT_TYPES or media.endswith("+xml")
+
+
+def _charset(charset: str | None) -> str:
+    if charset:
+        try:
+            codecs.lookup(charset)
+            return charset
+        except LookupError:
+            pass
+    return "utf-8"
+
+
+def _error(message: str, content_type: str | None) -> RestfulApiError:
+    return RestfulApiError(
+        message,
+        code=ErrorCode.RESTFUL_API_RESPONSE_PROCESS_ERROR,
+        details={"content_type": content_type},
+    )
+
+
+def parse_body(content_type: str | None, body: bytes) -> Any:
+    """Parse `body` by its content type: JSON (empty → `{}`), text (empty → `""`).
+
+    A missing content type is read as text. A JSON type whose body is not JSON, or a binary
+    type whose body is not UTF-8 text, raises `RestfulApiError` with code 182105.
+    """
+    media, charset = _media(content_type)
+    if media in _JSON_TYPES or media.endswith("+json"):
+        if not body.strip():
+            return {}
+        try:
+            text = body.decode(_charset(charset)) if charset else body
+            return json.loads(text)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise _error(
+                f"the response announced {media} but its body is not valid JSON: {e}",
+                content_type,
+            ) from e
+    if media.startswith("text/") or media in _TEXT_TYPES or media.endswith("+xml"):
+        return body.decode(_charset(charset), errors="replace")
+    try:
+        return body.decode(_charset(charset))
+    except UnicodeDecodeError as e:
+        raise _error(
+            f"cannot turn a {media} response of {len(body)} bytes into text",
+            content_type,
+        ) from e

@@ -1,0 +1,448 @@
+"""`RestfulApi`: a tool that calls one HTTP endpoint described by a `RestfulApiCard`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+import httpx2
+
+from ..callbacks.events import ToolCallEvents as E
+from ..callbacks.framework import CallbackFramework
+from ..errors import ErrorCode, RestfulApiError, ToolArgumentsError, ToolCardError
+from ..tools.base import Tool
+from .card import PLACEHOLDER, Location, RestfulApiCard, property_location
+from .errors import RestfulApiResponseError, RestfulApiTimeoutError, SsrfBlockedError
+from .response import parse_body
+from .ssrf import GuardedAsyncTransport, GuardedSyncTransport, Resolver
+
+__all__ = ["AuthSpec", "PreparedRequest", "RestfulApi"]
+
+_BODYLESS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
+_TIMEOUT_KEY = "_restful_timeout"
+_EXCERPT = 500
+_REDACTED = "***"
+
+AuthSpec = Mapping[str, Any] | Callable[["PreparedRequest"], Any]
+"""Static auth for a `RestfulApi`: a mapping like a `tool_auth` result, or a callable
+returning one (given the `PreparedRequest`)."""
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return str(value)
+
+
+def _pairs(name: str, value: Any) -> list[tuple[str, str]]:
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [(name, _scalar(v)) for v in value if v is not None]
+    return [(name, _scalar(value))]
+
+
+def _missing(value: Any) -> bool:
+    return value is None or value == ""
+
+
+@dataclass
+class PreparedRequest:
+    """A request before sending: what `RestfulApi.build_request` returns."""
+
+    method: str
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+    params: list[tuple[str, str]] = field(default_factory=list)
+    json_body: dict[str, Any] | None = None
+    form: dict[str, Any] | None = None
+    verify: Any = True
+    cert: Any = None
+    secret_params: set[str] = field(default_factory=set)
+
+    def apply_auth(self, result: Any) -> None:
+        """Apply one `tool_auth` callback result (a mapping; see docs/http-tools.md)."""
+        if result is None:
+            return
+        if hasattr(result, "model_dump"):
+            result = result.model_dump()
+        if not isinstance(result, Mapping):
+            return
+        for key, value in (result.get("headers") or {}).items():
+            self.headers[str(key)] = _scalar(value)
+        query = result.get("query") or result.get("queries") or result.get("params") or {}
+        for key, value in query.items():
+            self.params = [(k, v) for k, v in self.params if k != key]
+            self.params.extend(_pairs(str(key), value))
+            self.secret_params.add(str(key))
+        if "verify" in result:
+            self.verify = result["verify"]
+        if "cert" in result:
+            self.cert = result["cert"]
+
+
+def _tls_key(verify: Any, cert: Any) -> tuple[Any, ...]:
+    v = verify if isinstance(verify, (bool, str)) else id(verify)
+    c = cert if isinstance(cert, (str, tuple)) or cert is None else id(cert)
+    return (v, c)
+
+
+class RestfulApi(Tool):
+    """A tool calling the HTTP endpoint its `RestfulApiCard` describes.
+
+    Arguments are placed by each property's `location`; the response becomes
+    `{code, data, url, headers, reason, message}`. Errors: timeout 182101, response too big
+    182102, HTTP 4xx/5xx 182103 (unless `raise_for_status=False`), transport failure 182104,
+    unparsable body 182105, refused by the SSRF guard 182106. Redirects are returned, never
+    followed. Per-call options: `timeout`, `max_response_byte_size`, `raise_for_status`.
+
+    `auth` adds credentials to every call: a mapping shaped like a `tool_auth` result
+    (`headers`, `query`, `verify`, `cert`) or a callable returning one; query values it adds
+    are masked in the reported URL. One connection pool per tool (and per event loop for
+    async calls); `aclose()` / `close()` release them. `resolver` replaces DNS resolution
+    `(host, port) -> [ip, ...]` (for tests).
+    """
+
+    def __init__(
+        self,
+        card: RestfulApiCard,
+        *,
+        callbacks: CallbackFramework | None = None,
+        auth: AuthSpec | None = None,
+        resolver: Resolver | None = None,
+    ) -> None:
+        if not isinstance(card, RestfulApiCard):
+            raise ToolCardError(
+                "RestfulApi needs a RestfulApiCard",
+                code=ErrorCode.RESTFUL_API_CARD_CONFIG_INVALID,
+            )
+        super().__init__(card, callbacks=callbacks)
+        self._api_card = card
+        self._resolver = resolver
+        self._auth = auth
+        self._lock = threading.Lock()
+        self._aclients: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, dict[tuple[Any, ...], tuple[httpx2.AsyncClient, Any]]
+        ] = weakref.WeakKeyDictionary()
+        self._clients: dict[tuple[Any, ...], tuple[httpx2.Client, Any]] = {}
+
+    @property
+    def card(self) -> RestfulApiCard:
+        """The tool's `RestfulApiCard`."""
+        return self._api_card
+
+    # the base class would wrap the call in its own timeout (182013); HTTP tools enforce the
+    # deadline themselves so that it surfaces as 182101.
+    def _split(self, kwargs: dict[str, Any]) -> tuple[dict[str, Any], float | None]:
+        prep, timeout = super()._split(kwargs)
+        kwargs[_TIMEOUT_KEY] = timeout
+        return prep, None
+
+    # request building -----------------------------------------------------------------------
+    def build_request(self, inputs: Mapping[str, Any]) -> PreparedRequest:
+        """Place validated arguments into path, query, headers and body."""
+        card = self._api_card
+        props = card.input_params.get("properties") or {}
+        paths = dict(card.paths)
+        queries = dict(card.queries)
+        headers: dict[str, Any] = dict(card.headers)
+        body: dict[str, Any] = {}
+        form: dict[str, Any] = {}
+        for name, value in inputs.items():
+            loc = property_location(props[name]) if name in props else Location.BODY
+            if loc is Location.PATH:
+                if not _missing(value):
+                    paths[name] = value
+            elif loc is Location.QUERY:
+                if not _missing(value):
+                    queries[name] = value
+            elif loc is Location.HEADER:
+                if not _missing(value):
+                    headers[name] = value
+            elif loc is Location.FORM:
+                if value is not None:
+                    form[name] = value
+            elif value is not None:
+                body[name] = value
+
+        def substitute(match: Any) -> str:
+            key = match.group(1)
+            if _missing(paths.get(key)):
+                raise ToolArgumentsError(
+                    f"missing value for path parameter {key!r} of tool {card.name!r}",
+                    tool_name=card.name,
+                )
+            return quote(_scalar(paths[key]), safe="")
+
+        url = PLACEHOLDER.sub(substitute, card.url)
+        req = PreparedRequest(
+            method=card.method,
+            url=url,
+            headers={str(k): _scalar(v) for k, v in headers.items() if v is not None},
+        )
+        for key, value in queries.items():
+            req.params.extend(_pairs(str(key), value))
+        if form:
+            req.headers = {k: v for k, v in req.headers.items() if k.lower() != "content-type"}
+            merged = {**body, **form}
+            req.form = {
+                k: [_scalar(x) for x in v] if isinstance(v, (list, tuple)) else _scalar(v)
+                for k, v in merged.items()
+            }
+        elif body:
+            if card.method in _BODYLESS:
+                for key, value in body.items():
+                    req.params.extend(_pairs(key, value))
+            else:
+                req.json_body = body
+        return req
+
+    # auth -----------------------------------------------------------------------------------
+    def _auth_kwargs(self, req: PreparedRequest) -> dict[str, Any]:
+        return {
+            "tool_name": self._api_card.name,
+            "tool_id": self._api_card.id,
+            "tool_type": "restful_api",
+            "card": self._api_card,
+            "url": req.url,
+            "method": req.method,
+        }
+
+    def _static_auth(self, req: PreparedRequest) -> None:
+        if self._auth is not None:
+            req.apply_auth(self._auth(req) if callable(self._auth) else self._auth)
+
+    async def _authorize(self, req: PreparedRequest) -> None:
+        self._static_auth(req)
+        cb = self.callbacks
+        if cb.has(E.TOOL_AUTH):
+            for result in await cb.trigger(E.TOOL_AUTH, **self._auth_kwargs(req)):
+                req.apply_auth(result)
+
+    def _authorize_sync(self, req: PreparedRequest) -> None:
+        self._static_auth(req)
+        cb = self.callbacks
+        if cb.has(E.TOOL_AUTH):
+            for result in cb.trigger_sync(E.TOOL_AUTH, **self._auth_kwargs(req)):
+                req.apply_auth(result)
+
+    # clients --------------------------------------------------------------------------------
+    def _async_client(self, req: PreparedRequest) -> httpx2.AsyncClient:
+        loop = asyncio.get_running_loop()
+        key = _tls_key(req.verify, req.cert)
+        with self._lock:
+            per_loop = self._aclients.setdefault(loop, {})
+            entry = per_loop.get(key)
+            if entry is None:
+                transport = GuardedAsyncTransport(
+                    self._api_card.effective_ssrf_policy(),
+                    resolver=self._resolver,
+                    verify=req.verify,
+                    cert=req.cert,
+                )
+                client = httpx2.AsyncClient(
+                    transport=transport, follow_redirects=False, trust_env=False
+                )
+                entry = per_loop[key] = (client, (req.verify, req.cert))
+            return entry[0]
+
+    def _sync_client(self, req: PreparedRequest) -> httpx2.Client:
+        key = _tls_key(req.verify, req.cert)
+        with self._lock:
+            entry = self._clients.get(key)
+            if entry is None:
+                transport = GuardedSyncTransport(
+                    self._api_card.effective_ssrf_policy(),
+                    resolver=self._resolver,
+                    verify=req.verify,
+                    cert=req.cert,
+                )
+                client = httpx2.Client(transport=transport, follow_redirects=False, trust_env=False)
+                entry = self._clients[key] = (client, (req.verify, req.cert))
+            return entry[0]
+
+    async def aclose(self) -> None:
+        """Close the connection pools of the running event loop, and the sync ones."""
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        with self._lock:
+            per_loop = self._aclients.pop(loop, {}) if loop is not None else {}
+        for client, _ in per_loop.values():
+            await client.aclose()
+        self.close()
+
+    def close(self) -> None:
+        """Close the synchronous connection pools."""
+        with self._lock:
+            clients, self._clients = self._clients, {}
+        for client, _ in clients.values():
+            client.close()
+
+    async def __aenter__(self) -> RestfulApi:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # calling --------------------------------------------------------------------------------
+    def _options(self, kwargs: dict[str, Any]) -> tuple[float | None, int, bool]:
+        timeout = kwargs.get(_TIMEOUT_KEY, self._api_card.timeout)
+        limit = kwargs.get("max_response_byte_size") or self._api_card.max_response_byte_size
+        raise_for_status = kwargs.get("raise_for_status", True)
+        return timeout, int(limit), bool(raise_for_status)
+
+    def _httpx_request(self, client: Any, req: PreparedRequest, timeout: float | None) -> Any:
+        url = httpx2.URL(req.url)
+        if req.params:
+            url = url.copy_merge_params(tuple(req.params))
+        return client.build_request(
+            req.method,
+            url,
+            headers=req.headers,
+            json=req.json_body,
+            data=req.form,
+            timeout=httpx2.Timeout(timeout),
+        )
+
+    def _shown_url(self, url: httpx2.URL, req: PreparedRequest) -> str:
+        if not req.secret_params:
+            return str(url)
+        params = [
+            (k, _REDACTED if k in req.secret_params else v) for k, v in url.params.multi_items()
+        ]
+        return str(url.copy_with(params=params))
+
+    def _too_big(self, limit: int, size: int | None = None) -> RestfulApiError:
+        got = f" (Content-Length {size})" if size is not None else ""
+        return RestfulApiError(
+            f"the response of tool {self._api_card.name!r} exceeds the size limit of "
+            f"{limit} bytes{got}",
+            code=ErrorCode.RESTFUL_API_RESPONSE_SIZE_EXCEED_LIMIT,
+            tool_name=self._api_card.name,
+            details={"limit": limit},
+        )
+
+    def _check_length(self, response: httpx2.Response, limit: int) -> None:
+        length = response.headers.get("content-length")
+        if length is not None and length.strip().isdigit() and int(length) > limit:
+            raise self._too_big(limit, int(length))
+
+    def _timeout(self, timeout: float | None) -> RestfulApiTimeoutError:
+        return RestfulApiTimeoutError(
+            f"the HTTP call of tool {self._api_card.name!r} did not finish within "
+            f"{timeout or 0:g} s",
+            tool_name=self._api_card.name,
+            code=ErrorCode.RESTFUL_API_EXECUTION_TIMEOUT,
+            details={"timeout": timeout},
+        )
+
+    def _transport_error(self, req: PreparedRequest, error: Exception) -> RestfulApiError:
+        if isinstance(error, httpx2.DecodingError):
+            code = ErrorCode.RESTFUL_API_RESPONSE_PROCESS_ERROR
+        else:
+            code = ErrorCode.RESTFUL_API_EXECUTION_ERROR
+        return RestfulApiError(
+            f"{req.method} request of tool {self._api_card.name!r} failed: "
+            f"{type(error).__name__}: {error}",
+            code=code,
+            tool_name=self._api_card.name,
+            cause=error,
+        )
+
+    def _result(
+        self, req: PreparedRequest, response: httpx2.Response, body: bytes, raise_for_status: bool
+    ) -> dict[str, Any]:
+        status = response.status_code
+        reason = response.reason_phrase
+        url = self._shown_url(response.url, req)
+        if raise_for_status and status >= 400:
+            excerpt = body[:_EXCERPT].decode("utf-8", errors="replace")
+            more = "..." if len(body) > _EXCERPT else ""
+            raise RestfulApiResponseError(
+                f"HTTP {status} {reason} from {req.method} {url}: {excerpt}{more}",
+                status=status,
+                reason=reason,
+                body=excerpt,
+                url=url,
+                tool_name=self._api_card.name,
+            )
+        return {
+            "code": status,
+            "data": parse_body(response.headers.get("content-type"), body),
+            "url": url,
+            "headers": dict(response.headers),
+            "reason": reason,
+            "message": "success" if 200 <= status < 300 else reason,
+        }
+
+    async def _ainvoke(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
+        timeout, limit, raise_for_status = self._options(kwargs)
+        req = self.build_request(inputs)
+        await self._authorize(req)
+        client = self._async_client(req)
+        try:
+            async with asyncio.timeout(timeout):
+                request = self._httpx_request(client, req, timeout)
+                response = await client.send(request, stream=True)
+                try:
+                    self._check_length(response, limit)
+                    chunks: list[bytes] = []
+                    size = 0
+                    async for chunk in response.aiter_bytes():
+                        size += len(chunk)
+                        if size > limit:
+                            raise self._too_big(limit)
+                        chunks.append(chunk)
+                finally:
+                    await response.aclose()
+        except TimeoutError:
+            raise self._timeout(timeout) from None
+        except httpx2.TimeoutException as e:
+            raise self._timeout(timeout) from e
+        except (RestfulApiError, SsrfBlockedError):
+            raise
+        except httpx2.HTTPError as e:
+            raise self._transport_error(req, e) from e
+        return self._result(req, response, b"".join(chunks), raise_for_status)
+
+    def _invoke(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
+        timeout, limit, raise_for_status = self._options(kwargs)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        req = self.build_request(inputs)
+        self._authorize_sync(req)
+        client = self._sync_client(req)
+        try:
+            request = self._httpx_request(client, req, timeout)
+            response = client.send(request, stream=True)
+            try:
+                self._check_length(response, limit)
+                chunks: list[bytes] = []
+                size = 0
+                for chunk in response.iter_bytes():
+                    size += len(chunk)
+                    if size > limit:
+                        raise self._too_big(limit)
+                    # httpx has no total deadline: a slow trickle is cut here
+                    if deadline is not None and time.monotonic() > deadline:
+                        raise self._timeout(timeout)
+                    chunks.append(chunk)
+            finally:
+                response.close()
+        except httpx2.TimeoutException as e:
+            raise self._timeout(timeout) from e
+        except (RestfulApiError, SsrfBlockedError):
+            raise
+        except httpx2.HTTPError as e:
+            raise self._transport_error(req, e) from e
+        return self._result(req, response, b"".join(chunks), raise_for_status)
