@@ -1,0 +1,41 @@
+"""MCP support: call tools on MCP servers (`McpClient`, `McpTool`) and serve toolweave tools
+as an MCP server (`serve_mcp`). Needs the optional `mcp` SDK: ``pip install toolweave[mcp]``.
+"""
+
+try:
+    import mcp as _sdk  # noqa: F401
+    import mcp_types as _sdk_types  # noqa: F401
+except ImportError as _e:  # pragma: no cover - exercised in a subprocess test
+    raise ImportError(
+        "toolweave.mcp needs the MCP Python SDK (mcp>=2.0), which is not installed: "
+        "pip install 'toolweave[mcp]'"
+    ) from _e
+
+from .client import McpClient, McpTimeoutError, SyncMcpClient
+from .config import (
+    McpClientType,
+    McpServerConfig,
+    mcp_model_tool_name,
+    mcp_model_tool_prefix,
+    sanitize_tool_name,
+)
+from .server import McpTransport, build_mcp_server, serve_mcp, serve_mcp_async
+from .tool import McpTool, McpToolCard, mcp_result_to_value
+
+__all__ = [
+    "McpClient",
+    "McpClientType",
+    "McpServerConfig",
+    "McpTimeoutError",
+    "McpTool",
+    "McpToolCard",
+    "McpTransport",
+    "SyncMcpClient",
+    "build_mcp_server",
+    "mcp_model_tool_name",
+    "mcp_model_tool_prefix",
+    "mcp_result_to_value",
+    "sanitize_tool_name",
+    "serve_mcp",
+    "serve_mcp_async",
+]

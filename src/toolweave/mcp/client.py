@@ -1,0 +1,637 @@
+"""`McpClient` (async) and `SyncMcpClient`: one connection to one MCP server.
+
+The connection runs on a private event-loop thread owned by the client (see `_loop.py`), so
+the anyio task groups of the SDK are always entered and left by one owner task, and the
+tools it lists can be called from any event loop or thread, sync or async.
+
+Failure handling:
+
+- connecting is bounded by `connect_timeout`; a server that exits at start, or writes
+  something that is not JSON-RPC, fails the connect at once with `McpError` (182302);
+- a call is bounded by its timeout (card, per call, or `call_timeout`); on expiry, or when
+  the caller is cancelled, the SDK sends ``notifications/cancelled`` to the server;
+- a connection that breaks during a call fails that call with `McpError` (182302; the call is
+  not retried, tools need not be idempotent) and the next call reconnects, with up to
+  `max_reconnect_attempts` attempts; an HTTP session the server no longer knows
+  ("Session terminated") is re-opened and the call re-sent, since it never ran.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import sys
+from collections.abc import AsyncIterator, Coroutine
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+
+import anyio
+import httpx2
+import mcp_types
+import pydantic
+from mcp import Client, StdioServerParameters
+from mcp.client.sse import sse_client
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+
+from ..errors import ErrorCode, McpError, ToolTimeoutError
+from ._loop import LoopThread
+from .config import McpServerConfig
+
+if TYPE_CHECKING:
+    from .tool import McpTool
+
+__all__ = ["McpClient", "McpTimeoutError", "SyncMcpClient"]
+
+log = logging.getLogger("toolweave.mcp")
+
+T = TypeVar("T")
+
+_MAX_PAGES = 100
+_CLOSE_TIMEOUT = 10.0
+_CALL_GRACE = 10.0
+"""Extra time a caller waits past the SDK's own timer before giving up on its own."""
+
+
+class McpTimeoutError(McpError, ToolTimeoutError):
+    """An MCP request timed out; a cancellation was sent to the server."""
+
+    default_code = ErrorCode.MCP_TIMEOUT
+
+
+def _connection_error(
+    config: McpServerConfig, message: str, cause: BaseException | None = None
+) -> McpError:
+    return McpError(
+        f"{config.describe()}: {message}",
+        code=ErrorCode.MCP_CONNECTION_ERROR,
+        cause=cause,
+        details={"server_name": config.server_name, "server_id": config.server_id},
+    )
+
+
+def _leaf_errors(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        out: list[BaseException] = []
+        for e in exc.exceptions:
+            out.extend(_leaf_errors(e))
+        return out
+    return [exc]
+
+
+def _describe_error(exc: BaseException) -> str:
+    leaves = [
+        e
+        for e in _leaf_errors(exc)
+        if not isinstance(e, (asyncio.CancelledError, anyio.get_cancelled_exc_class()))
+    ] or [exc]
+    parts = []
+    for e in leaves[:3]:
+        text = str(e).strip()
+        parts.append(f"{type(e).__name__}: {text}" if text else type(e).__name__)
+    return "; ".join(parts)
+
+
+class _WatchedReadStream:
+    """Wraps the transport's read stream to see end of stream and unparseable messages."""
+
+    def __init__(self, inner: Any, conn: _Connection) -> None:
+        self._inner = inner
+        self._conn = conn
+
+    def __getattr__(self, name: str) -> Any:  # last_context and friends
+        return getattr(self._inner, name)
+
+    def _seen(self, item: Any) -> Any:
+        if isinstance(item, Exception):
+            self._conn.bad_message(item)
+        return item
+
+    async def receive(self) -> Any:
+        try:
+            return self._seen(await self._inner.receive())
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            self._conn.ended("the server closed the connection")
+            raise
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _WatchedReadStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return self._seen(await self._inner.__anext__())
+        except StopAsyncIteration:
+            self._conn.ended("the server closed the connection")
+            raise
+
+    async def __aenter__(self) -> _WatchedReadStream:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        result: bool | None = await self._inner.__aexit__(*exc)
+        return result
+
+
+class _Connection:
+    """One live SDK `Client`, owned by one task on the private loop."""
+
+    def __init__(self, config: McpServerConfig, errlog: TextIO) -> None:
+        self.config = config
+        self.errlog = errlog
+        self.client: Client | None = None
+        self.ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.stop = asyncio.Event()
+        self.done = asyncio.Event()
+        self.scope: anyio.CancelScope | None = None
+        self.problem: str | None = None
+        self.alive = True
+        self.task: asyncio.Task[None] | None = None
+
+    # signals from the transport ----------------------------------------------------------
+    def bad_message(self, error: Exception) -> None:
+        text = str(error).strip().splitlines()
+        reason = f"the server sent a message that is not valid JSON-RPC ({text[0][:200] if text else type(error).__name__})"
+        log.warning("%s: %s", self.config.describe(), reason)
+        # A stdio server that writes anything but JSON-RPC to stdout is broken, and its
+        # pending requests would never be answered: fail the connection. Over HTTP a bad
+        # response already fails only its request.
+        if not self.ready.done() or self.config.client_type == "stdio":
+            self.fail(reason)
+
+    def ended(self, reason: str) -> None:
+        if self.problem is None:
+            self.problem = reason
+        self.alive = False
+        self.stop.set()
+
+    def fail(self, reason: str) -> None:
+        if self.problem is None:
+            self.problem = reason
+        self.alive = False
+        if not self.ready.done() and self.scope is not None:
+            self.scope.cancel()
+        self.stop.set()
+
+    @property
+    def usable(self) -> bool:
+        return self.alive and self.client is not None and not self.done.is_set()
+
+    # lifecycle ----------------------------------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def _transport(self) -> AsyncIterator[tuple[Any, Any]]:
+        cfg = self.config
+        async with contextlib.AsyncExitStack() as stack:
+            if cfg.client_type == "stdio":
+                params = StdioServerParameters(**cfg.stdio_parameters())
+                read, write = await stack.enter_async_context(stdio_client(params, self.errlog))
+            elif cfg.client_type == "streamable-http":
+                http = create_mcp_http_client(
+                    headers=cfg.headers or None,
+                    timeout=httpx2.Timeout(cfg.connect_timeout, read=300.0),
+                )
+                await stack.enter_async_context(http)
+                read, write = await stack.enter_async_context(
+                    streamable_http_client(cfg.url, http_client=http)
+                )
+            else:
+                read, write = await stack.enter_async_context(
+                    sse_client(cfg.url, headers=cfg.headers or None, timeout=cfg.connect_timeout)
+                )
+            yield _WatchedReadStream(read, self), write
+
+    async def own(self) -> None:
+        """The owner task: connect, publish the client, wait for `stop`, disconnect."""
+        cfg = self.config
+        try:
+            with anyio.CancelScope(deadline=anyio.current_time() + cfg.connect_timeout) as scope:
+                self.scope = scope
+                async with Client(self._transport(), cache=None) as client:  # type: ignore[arg-type]
+                    self.client = client
+                    scope.deadline = math.inf
+                    if not self.ready.done():
+                        self.ready.set_result(None)
+                    await self.stop.wait()
+            if not self.ready.done():
+                if self.problem is not None:
+                    msg = self.problem
+                elif scope.cancelled_caught:
+                    msg = f"no answer within the connect timeout ({cfg.connect_timeout:g} s)"
+                else:
+                    msg = "the connection closed during the handshake"
+                self.ready.set_exception(_connection_error(cfg, f"could not connect: {msg}"))
+        except BaseException as e:
+            if not self.ready.done():
+                msg = self.problem or _describe_error(e)
+                if isinstance(e, MCPError) and e.code == mcp_types.CONNECTION_CLOSED:
+                    msg = self.problem or "the server closed the connection during the handshake"
+                self.ready.set_exception(_connection_error(cfg, f"could not connect: {msg}", e))
+            else:
+                self.problem = self.problem or _describe_error(e)
+                log.debug("%s: connection ended: %s", cfg.describe(), self.problem)
+            if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                raise
+        finally:
+            self.alive = False
+            self.client = None
+            self.done.set()
+
+    async def close(self) -> None:
+        self.alive = False
+        self.stop.set()
+        if self.task is None:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(self.done.wait()), _CLOSE_TIMEOUT)
+        except TimeoutError:
+            self.task.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(self.task, _CLOSE_TIMEOUT)
+
+
+class _Core:
+    """State shared by `McpClient`, `SyncMcpClient` and their tools. Coroutine methods whose
+    name starts with ``_do_`` run on the private loop."""
+
+    def __init__(self, config: McpServerConfig, errlog: TextIO | None) -> None:
+        self.config = config
+        self.errlog = errlog if errlog is not None else sys.stderr
+        self._thread: LoopThread | None = None
+        self._conn: _Connection | None = None
+        self._lock: asyncio.Lock | None = None
+        self._connected_once = False
+        self.closed = False
+
+    # running on the private loop -------------------------------------------------------------
+    def _loop_thread(self) -> LoopThread:
+        if self.closed:
+            raise _connection_error(self.config, "the client is closed")
+        if self._thread is None or not self._thread.alive():
+            self._thread = LoopThread(f"toolweave-mcp-{self.config.server_name}")
+        return self._thread
+
+    async def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        try:
+            thread = self._loop_thread()
+        except BaseException:
+            coro.close()
+            raise
+        return await thread.run(coro)
+
+    def run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
+        try:
+            thread = self._loop_thread()
+        except BaseException:
+            coro.close()
+            raise
+        return thread.run_sync(coro)
+
+    # connection management (private loop) -------------------------------------------------------
+    async def _open(self) -> _Connection:
+        conn = _Connection(self.config, self.errlog)
+        conn.task = asyncio.get_running_loop().create_task(conn.own())
+        try:
+            # `own` bounds the connect with connect_timeout; the extra wait_for only guards
+            # against a transport that ignores cancellation.
+            await asyncio.wait_for(
+                asyncio.shield(conn.ready), self.config.connect_timeout + _CLOSE_TIMEOUT
+            )
+        except TimeoutError:
+            await conn.close()
+            raise _connection_error(
+                self.config,
+                f"could not connect: no answer within {self.config.connect_timeout:g} s",
+            ) from None
+        except BaseException:
+            await conn.close()
+            raise
+        return conn
+
+    async def _do_connection(self) -> _Connection:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self.closed:
+                raise _connection_error(self.config, "the client is closed")
+            conn = self._conn
+            if conn is not None and conn.usable:
+                return conn
+            if conn is not None:
+                self._conn = None
+                await conn.close()
+            attempts = max(1, self.config.max_reconnect_attempts) if self._connected_once else 1
+            error: McpError | None = None
+            for attempt in range(attempts):
+                if attempt:
+                    await asyncio.sleep(min(2.0, 0.2 * 2 ** (attempt - 1)))
+                try:
+                    conn = await self._open()
+                except McpError as e:
+                    error = e
+                    log.info(
+                        "%s: connect attempt %d failed: %s",
+                        self.config.describe(),
+                        attempt + 1,
+                        e.message,
+                    )
+                    continue
+                self._conn = conn
+                self._connected_once = True
+                return conn
+            assert error is not None
+            raise error
+
+    async def _do_close(self) -> None:
+        self.closed = True
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await conn.close()
+
+    def _lost(self, conn: _Connection, during: str, cause: BaseException | None) -> McpError:
+        reason = conn.problem or "the connection was lost"
+        conn.fail(reason)
+        return _connection_error(
+            self.config,
+            f"{reason} during {during}; it was not retried (the next call reconnects)",
+            cause,
+        )
+
+    async def _do_list_tools(self) -> list[mcp_types.Tool]:
+        for attempt in range(2):
+            conn = await self._do_connection()
+            assert conn.client is not None
+            client = conn.client
+            try:
+                tools: list[mcp_types.Tool] = []
+                cursor: str | None = None
+                for _ in range(_MAX_PAGES):
+                    page = await client.list_tools(cursor=cursor)
+                    tools.extend(page.tools)
+                    cursor = page.next_cursor
+                    if not cursor:
+                        break
+                return tools
+            except MCPError as e:
+                if _is_transport_failure(e) and attempt == 0:
+                    conn.fail(conn.problem or e.message)
+                    continue  # listing is safe to repeat
+                raise self._translate(e, conn, "tools/list", None) from e
+            except pydantic.ValidationError as e:
+                raise McpError(
+                    f"{self.config.describe()}: invalid tools/list result: {e}",
+                    code=ErrorCode.MCP_EXECUTION_ERROR,
+                    cause=e,
+                ) from e
+        raise AssertionError("unreachable")
+
+    async def _do_call_tool(
+        self, name: str, arguments: dict[str, Any], timeout: float | None
+    ) -> mcp_types.CallToolResult:
+        for attempt in range(2):
+            conn = await self._do_connection()
+            assert conn.client is not None
+            try:
+                return await conn.client.call_tool(name, arguments, read_timeout_seconds=timeout)
+            except MCPError as e:
+                if _is_session_lost(e) and attempt == 0:
+                    # The server no longer knows the session, so the call never ran: re-open
+                    # and send it again (the MCP spec asks clients to start a new session).
+                    conn.fail(f"the server ended the session ({e.message})")
+                    continue
+                raise self._translate(e, conn, f"call to tool {name!r}", timeout) from e
+            except pydantic.ValidationError as e:
+                raise McpError(
+                    f"{self.config.describe()}: tool {name!r} returned an invalid result: {e}",
+                    code=ErrorCode.MCP_EXECUTION_ERROR,
+                    tool_name=name,
+                    cause=e,
+                ) from e
+            except RuntimeError as e:  # output-schema validation by the SDK
+                raise McpError(
+                    f"{self.config.describe()}: {e}",
+                    code=ErrorCode.MCP_EXECUTION_ERROR,
+                    tool_name=name,
+                    cause=e,
+                ) from e
+        raise AssertionError("unreachable")
+
+    def _translate(
+        self, e: MCPError, conn: _Connection, during: str, timeout: float | None
+    ) -> McpError:
+        if e.code == mcp_types.REQUEST_TIMEOUT:
+            return McpTimeoutError(
+                f"{self.config.describe()}: {during} did not finish within {timeout or 0:g} s; "
+                "a cancellation was sent to the server",
+                cause=e,
+            )
+        if _is_transport_failure(e):
+            return self._lost(conn, during, e)
+        return McpError(
+            f"{self.config.describe()}: {during} failed with JSON-RPC error {e.code}: {e.message}",
+            code=ErrorCode.MCP_EXECUTION_ERROR,
+            cause=e,
+            details={"jsonrpc_code": e.code},
+        )
+
+    # public operations (any loop) -------------------------------------------------------------
+    def effective_timeout(self, timeout: float | None) -> float | None:
+        if timeout is not None and timeout > 0:
+            return float(timeout)
+        return self.config.call_timeout
+
+    async def _guarded(self, coro: Coroutine[Any, Any, T], timeout: float | None) -> T:
+        """Run on the private loop; a caller-side guard fires only if the SDK's timer cannot
+        (for example a write blocked on a wedged transport)."""
+        if timeout is None:
+            return await self.run(coro)
+        try:
+            return await asyncio.wait_for(self.run(coro), timeout + _CALL_GRACE)
+        except TimeoutError:
+            raise McpTimeoutError(
+                f"{self.config.describe()}: no answer within {timeout:g} s",
+                code=ErrorCode.MCP_TIMEOUT,
+            ) from None
+
+    async def connect(self) -> None:
+        await self.run(self._do_connection())
+
+    async def list_tools(self) -> list[mcp_types.Tool]:
+        return await self._guarded(
+            self._do_list_tools(),
+            None
+            if self.config.call_timeout is None
+            else self.config.connect_timeout + self.config.call_timeout,
+        )
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None, timeout: float | None
+    ) -> mcp_types.CallToolResult:
+        t = self.effective_timeout(timeout)
+        guard = None if t is None else t + self.config.connect_timeout
+        return await self._guarded(self._do_call_tool(name, dict(arguments or {}), t), guard)
+
+    async def close(self) -> None:
+        if self._thread is None or not self._thread.alive():
+            self.closed = True
+            return
+        thread = self._thread
+        try:
+            await thread.run(self._do_close())
+        finally:
+            self.closed = True
+            thread.stop()
+
+    def close_sync(self) -> None:
+        if self._thread is None or not self._thread.alive():
+            self.closed = True
+            return
+        thread = self._thread
+        try:
+            thread.run_sync(self._do_close())
+        finally:
+            self.closed = True
+            thread.stop()
+
+
+def _is_transport_failure(e: MCPError) -> bool:
+    return e.code == mcp_types.CONNECTION_CLOSED or _is_session_lost(e)
+
+
+def _is_session_lost(e: MCPError) -> bool:
+    return e.code == mcp_types.INVALID_REQUEST and "session terminated" in e.message.lower()
+
+
+def _make_tools(core: _Core, tools: list[mcp_types.Tool]) -> list[McpTool]:
+    from .tool import McpTool, McpToolCard
+
+    seen: set[str] = set()
+    out: list[McpTool] = []
+    for t in tools:
+        card = McpToolCard.from_mcp(t, core.config, taken=seen)
+        seen.add(card.name)
+        out.append(McpTool(card, core))
+    return out
+
+
+class McpClient:
+    """An async client for one MCP server.
+
+    ```python
+    async with McpClient(McpServerConfig(server_name="fs", params={"command": "uvx", ...})) as c:
+        tools = await c.list_tools()          # list[McpTool]
+        result = await c.call_tool("read_file", {"path": "a.txt"}, timeout=10)
+    ```
+
+    `call_tool` returns the SDK's `CallToolResult` untouched (`isError` included); the
+    `McpTool`s from `list_tools` turn results into toolweave values and errors.
+    """
+
+    def __init__(self, config: McpServerConfig, *, errlog: TextIO | None = None) -> None:
+        self._core = _Core(config, errlog)
+
+    @property
+    def config(self) -> McpServerConfig:
+        """The server configuration."""
+        return self._core.config
+
+    @property
+    def closed(self) -> bool:
+        """Whether `close` was called."""
+        return self._core.closed
+
+    def __repr__(self) -> str:
+        return f"McpClient({self._core.config.describe()})"
+
+    async def connect(self) -> McpClient:
+        """Start the server (stdio) or open the session (HTTP); raises `McpError` on failure."""
+        await self._core.connect()
+        return self
+
+    async def __aenter__(self) -> McpClient:
+        try:
+            return await self.connect()
+        except BaseException:
+            await self.close()
+            raise
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def list_tools(self) -> list[McpTool]:
+        """The server's tools as `McpTool`s bound to this client (all pages)."""
+        return _make_tools(self._core, await self._core.list_tools())
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None = None, timeout: float | None = None
+    ) -> mcp_types.CallToolResult:
+        """Call a tool by its name on the server; `timeout` defaults to `call_timeout`."""
+        return await self._core.call_tool(name, arguments, timeout)
+
+    async def close(self) -> None:
+        """Disconnect (stdio: close the server's stdin, then terminate it) and stop the loop
+        thread. Idempotent."""
+        await self._core.close()
+
+    @classmethod
+    def connect_sync(
+        cls, config: McpServerConfig, *, errlog: TextIO | None = None
+    ) -> SyncMcpClient:
+        """Open a `SyncMcpClient` for `config` (connected)."""
+        return SyncMcpClient(config, errlog=errlog).connect()
+
+
+class SyncMcpClient:
+    """The blocking face of `McpClient`, for code without an event loop.
+
+    ```python
+    with SyncMcpClient(config) as client:
+        tools = client.list_tools()
+        print(tools[0].invoke({"a": 1}))
+    ```
+    """
+
+    def __init__(self, config: McpServerConfig, *, errlog: TextIO | None = None) -> None:
+        self._core = _Core(config, errlog)
+
+    @property
+    def config(self) -> McpServerConfig:
+        """The server configuration."""
+        return self._core.config
+
+    def __repr__(self) -> str:
+        return f"SyncMcpClient({self._core.config.describe()})"
+
+    def connect(self) -> SyncMcpClient:
+        """Connect now (otherwise the first call connects)."""
+        self._core.run_sync(self._core._do_connection())
+        return self
+
+    def __enter__(self) -> SyncMcpClient:
+        try:
+            return self.connect()
+        except BaseException:
+            self.close()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def list_tools(self) -> list[McpTool]:
+        """The server's tools as `McpTool`s (their `invoke` and `ainvoke` both work)."""
+        return _make_tools(self._core, self._core.run_sync(self._core.list_tools()))
+
+    def call_tool(
+        self, name: str, arguments: dict[str, Any] | None = None, timeout: float | None = None
+    ) -> mcp_types.CallToolResult:
+        """Call a tool by its name on the server and wait for the result."""
+        return self._core.run_sync(self._core.call_tool(name, arguments, timeout))
+
+    def close(self) -> None:
+        """Disconnect and stop the loop thread. Idempotent."""
+        self._core.close_sync()

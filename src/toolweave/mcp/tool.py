@@ -1,0 +1,214 @@
+"""`McpToolCard` and `McpTool`: a tool that lives on an MCP server."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+import mcp_types
+
+from ..errors import ErrorCode, McpError
+from ..execution.content import ContentPart, FileContent, ImageContent, TextContent
+from ..tools.base import Tool
+from ..tools.card import ToolCard
+from .config import McpServerConfig, mcp_model_tool_name, sanitize_tool_name
+
+if TYPE_CHECKING:
+    from .client import McpClient, SyncMcpClient, _Core
+
+__all__ = ["McpTool", "McpToolCard", "mcp_result_to_value"]
+
+_HINTS = {
+    "read_only_hint": "readOnlyHint",
+    "destructive_hint": "destructiveHint",
+    "idempotent_hint": "idempotentHint",
+    "open_world_hint": "openWorldHint",
+}
+
+
+class McpToolCard(ToolCard):
+    """A `ToolCard` for a tool served by an MCP server.
+
+    `name` is the model-facing name (prefixed and/or sanitised); `remote_name` is the name
+    the server knows the tool by (defaults to `name`). The server's annotations are kept in
+    ``metadata["annotations"]`` (``readOnlyHint``, ``idempotentHint``, ...); they are hints
+    from a possibly untrusted server, and only `idempotent` is derived from them.
+    """
+
+    server_name: str = ""
+    server_id: str = ""
+    remote_name: str = ""
+
+    @property
+    def tool_name_on_server(self) -> str:
+        """The name sent in ``tools/call``."""
+        return self.remote_name or self.name
+
+    @classmethod
+    def from_mcp(
+        cls,
+        tool: mcp_types.Tool,
+        config: McpServerConfig,
+        *,
+        taken: set[str] | None = None,
+    ) -> McpToolCard:
+        """Build a card from a listed tool; `taken` names get a hash suffix instead of a clash."""
+        name = (
+            mcp_model_tool_name(config.server_name, tool.name)
+            if config.prefix_tool_names
+            else sanitize_tool_name(tool.name)
+        )
+        if taken and name in taken:
+            name = sanitize_tool_name(f"{name}_{_short_hash(tool.name)}")
+        metadata: dict[str, Any] = {"mcp_tool_name": tool.name}
+        idempotent = False
+        if tool.annotations is not None:
+            hints = {
+                wire: getattr(tool.annotations, attr)
+                for attr, wire in _HINTS.items()
+                if getattr(tool.annotations, attr) is not None
+            }
+            if tool.annotations.title:
+                hints["title"] = tool.annotations.title
+            metadata["annotations"] = hints
+            metadata.update({k: v for k, v in hints.items() if k != "title"})
+            idempotent = bool(hints.get("idempotentHint", False))
+        if tool.title:
+            metadata["title"] = tool.title
+        if tool.output_schema is not None:
+            metadata["output_schema"] = tool.output_schema
+        schema = dict(tool.input_schema or {})
+        schema.setdefault("type", "object")
+        return cls(
+            id=f"{config.server_id}.{tool.name}",
+            name=name,
+            description=tool.description or "",
+            input_params=schema,
+            idempotent=idempotent,
+            metadata=metadata,
+            server_name=config.server_name,
+            server_id=config.server_id,
+            remote_name=tool.name,
+        )
+
+
+def _short_hash(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:8]
+
+
+def mcp_result_to_value(result: mcp_types.CallToolResult, tool_name: str = "") -> Any:
+    """Turn a ``tools/call`` result into a toolweave value.
+
+    - ``isError`` → raises `McpError` (182301) whose message is the server's text, so an
+      executor produces an error result the model can read;
+    - only text blocks → the texts joined with a blank line (``"\\n\\n"``);
+    - images, audio, resources → a list of content parts: one `TextContent` with the joined
+      text first (if any), then `ImageContent` / `FileContent` in the server's order;
+    - no content → the structured content if any, else ``None``.
+    """
+    texts: list[str] = []
+    parts: list[ContentPart] = []
+    for block in result.content:
+        if isinstance(block, mcp_types.TextContent):
+            texts.append(block.text)
+        elif isinstance(block, mcp_types.ImageContent):
+            parts.append(ImageContent(data=block.data, mime_type=block.mime_type))
+        elif isinstance(block, mcp_types.AudioContent):
+            parts.append(FileContent(data=block.data, mime_type=block.mime_type))
+        elif isinstance(block, mcp_types.EmbeddedResource):
+            res = block.resource
+            if isinstance(res, mcp_types.TextResourceContents):
+                texts.append(res.text)
+            else:
+                parts.append(
+                    FileContent(
+                        data=res.blob,
+                        mime_type=res.mime_type or "application/octet-stream",
+                        name=str(res.uri),
+                    )
+                )
+        elif isinstance(block, mcp_types.ResourceLink):
+            parts.append(
+                FileContent(
+                    url=str(block.uri),
+                    mime_type=block.mime_type or "application/octet-stream",
+                    name=block.name,
+                )
+            )
+        else:  # a content type newer than this code: keep it readable
+            dump = getattr(block, "model_dump_json", None)
+            texts.append(dump(exclude={"data"}) if callable(dump) else str(block))
+    text = "\n\n".join(texts)
+    if result.is_error:
+        raise McpError(
+            text or f"tool {tool_name!r} reported an error without a message",
+            code=ErrorCode.MCP_EXECUTION_ERROR,
+            tool_name=tool_name or None,
+            details={"is_error": True},
+        )
+    if parts:
+        return ([TextContent(text=text)] if texts else []) + parts
+    if texts:
+        return text
+    return result.structured_content
+
+
+class McpTool(Tool):
+    """A tool on an MCP server, called through an `McpClient` or `SyncMcpClient`.
+
+    Input preparation: defaults filled and arguments validated against the server's schema
+    before anything is sent; `None` values of optional arguments are dropped
+    (``skip_none_value`` defaults to True here, as in openJiuwen), ``{}`` stays ``{}``.
+    Timeout: the card's `timeout`, or the per-call ``timeout`` / ``operation_timeout`` /
+    ``operationTimeout`` keyword, else the client's `call_timeout`; on expiry, and when the
+    caller is cancelled, the server receives ``notifications/cancelled``. `stream` is not
+    supported (182010).
+    """
+
+    def __init__(self, card: McpToolCard, client: McpClient | SyncMcpClient | _Core | None) -> None:
+        if client is None:
+            raise McpError(
+                f"MCP tool {card.name!r} has no client", code=ErrorCode.MCP_CLIENT_NOT_SUPPORTED
+            )
+        super().__init__(card)
+        self._core: _Core = cast("_Core", getattr(client, "_core", client))
+
+    @property
+    def card(self) -> McpToolCard:
+        """The tool's card."""
+        card = self._card
+        assert isinstance(card, McpToolCard)
+        return card
+
+    def prepare_inputs(
+        self,
+        inputs: Mapping[str, Any] | str | bytes | None,
+        *,
+        skip_none_value: bool = True,
+        skip_inputs_validate: bool = False,
+    ) -> dict[str, Any]:
+        """Validate the arguments; `None` values of optional arguments are dropped."""
+        if isinstance(inputs, (str, bytes, bytearray)):
+            from ..schema.arguments import parse_arguments
+
+            inputs = parse_arguments(
+                bytes(inputs) if isinstance(inputs, bytearray) else inputs, tool_name=self.name
+            )
+        data = dict(inputs) if inputs is not None else {}
+        if skip_none_value:
+            data = self._drop_optional_none(data)
+        args = super().prepare_inputs(data, skip_inputs_validate=skip_inputs_validate)
+        return self._drop_optional_none(args) if skip_none_value else args
+
+    def _drop_optional_none(self, data: dict[str, Any]) -> dict[str, Any]:
+        required = set(self._card.input_params.get("required") or ())
+        return {k: v for k, v in data.items() if v is not None or k in required}
+
+    async def _ainvoke(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
+        card = self.card
+        # The base class already applied the card / per-call timeout around this call;
+        # the client's call_timeout is the ceiling when neither is set.
+        result = await self._core.call_tool(card.tool_name_on_server, inputs, None)
+        return mcp_result_to_value(result, card.name)
