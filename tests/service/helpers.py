@@ -25,7 +25,9 @@ def ai_calls(*calls: ToolExecutionRequest) -> AiMessage:
     return AiMessage(tool_execution_requests=list(calls))
 
 
-def run(mode: str, service: ToolService, model: Any, messages: Any = "hi", **kw: Any) -> ToolChatResult:
+def run(
+    mode: str, service: ToolService, model: Any, messages: Any = "hi", **kw: Any
+) -> ToolChatResult:
     """Run one conversation through the face named by `mode`."""
     if mode == "sync":
         return service.chat(model, kw.pop("parameters", None), messages, **kw)
@@ -38,7 +40,9 @@ def run(mode: str, service: ToolService, model: Any, messages: Any = "hi", **kw:
 
     async def consume() -> ToolChatResult:
         last = None
-        async for event in service.achat_stream(model, kw.pop("parameters", None), messages, eager=True, **kw):
+        async for event in service.achat_stream(
+            model, kw.pop("parameters", None), messages, eager=True, **kw
+        ):
             last = event
         assert isinstance(last, ChatCompleted)
         return last.result

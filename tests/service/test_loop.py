@@ -166,7 +166,10 @@ def test_any_error_in_the_round_forces_another_model_turn(mode: str) -> None:
 def test_unknown_tool_gets_an_error_listing_available_tools(mode: str) -> None:
     model = ScriptedChatModel(
         [
-            ai_calls(call("get_wether", '{"city":"x"}', id="h1"), call("get_weather", '{"city":"x"}', id="ok")),
+            ai_calls(
+                call("get_wether", '{"city":"x"}', id="h1"),
+                call("get_weather", '{"city":"x"}', id="ok"),
+            ),
             AiMessage("done"),
         ]
     )
@@ -183,8 +186,12 @@ def test_unknown_tool_gets_an_error_listing_available_tools(mode: str) -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_throw_strategy_raises_and_keeps_history_valid(mode: str) -> None:
-    model = ScriptedChatModel([ai_calls(call("nope", id="x1"), call("get_weather", '{"city":"a"}', id="x2"))])
-    service = ToolService(hallucinated_tool_strategy=HallucinatedToolStrategy.THROW).tools(get_weather)
+    model = ScriptedChatModel(
+        [ai_calls(call("nope", id="x1"), call("get_weather", '{"city":"a"}', id="x2"))]
+    )
+    service = ToolService(hallucinated_tool_strategy=HallucinatedToolStrategy.THROW).tools(
+        get_weather
+    )
     with pytest.raises(HallucinatedToolError) as info:
         run(mode, service, model)
     assert info.value.tool_name == "nope"
@@ -198,7 +205,9 @@ def test_throw_strategy_raises_and_keeps_history_valid(mode: str) -> None:
 @pytest.mark.parametrize("mode", MODES)
 def test_custom_hallucination_strategy_text(mode: str) -> None:
     model = ScriptedChatModel([ai_calls(call("ghost")), AiMessage("ok")])
-    service = ToolService(hallucinated_tool_strategy=lambda req, names: f"no {req.name}, try {names}")
+    service = ToolService(
+        hallucinated_tool_strategy=lambda req, names: f"no {req.name}, try {names}"
+    )
     service.tools(get_weather)
     result = run(mode, service, model)
     assert result.tool_executions[0].result.text == "no ghost, try ['get_weather']"
@@ -241,7 +250,9 @@ def _with_sibling(concurrent: bool, *calls: Any) -> list[Any]:
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("concurrent", [False, True])
 def test_execution_error_message_is_sent_to_the_model(mode: str, concurrent: bool) -> None:
-    model = ScriptedChatModel([ai_calls(*_with_sibling(concurrent, call("explode", id="e"))), AiMessage("ok")])
+    model = ScriptedChatModel(
+        [ai_calls(*_with_sibling(concurrent, call("explode", id="e"))), AiMessage("ok")]
+    )
     result = run(mode, ToolService().tools(explode, add), model)
     answer = model.requests[1].messages[2]
     assert answer.is_error and answer.text == "kaboom"
@@ -267,7 +278,9 @@ def test_custom_execution_handler_text(mode: str, concurrent: bool) -> None:
         seen.append((type(error.__cause__).__name__, ctx.request.id))
         return ToolErrorHandlerResult("handled: " + str(error.__cause__))
 
-    model = ScriptedChatModel([ai_calls(*_with_sibling(concurrent, call("explode", id="e"))), AiMessage("ok")])
+    model = ScriptedChatModel(
+        [ai_calls(*_with_sibling(concurrent, call("explode", id="e"))), AiMessage("ok")]
+    )
     run(mode, ToolService(execution_error_handler=handler).tools(explode, add), model)
     assert model.requests[1].messages[2].text == "handled: kaboom"
     assert seen == [("Boom", "e")]
@@ -275,14 +288,18 @@ def test_custom_execution_handler_text(mode: str, concurrent: bool) -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("concurrent", [False, True])
-def test_execution_handler_that_raises_aborts_after_one_model_call(mode: str, concurrent: bool) -> None:
+def test_execution_handler_that_raises_aborts_after_one_model_call(
+    mode: str, concurrent: bool
+) -> None:
     class Custom(Exception):
         pass
 
     def handler(error: BaseException, ctx: Any) -> ToolErrorHandlerResult:
         raise Custom("stop here")
 
-    model = ScriptedChatModel([ai_calls(*_with_sibling(concurrent, call("explode", id="e"))), AiMessage("never")])
+    model = ScriptedChatModel(
+        [ai_calls(*_with_sibling(concurrent, call("explode", id="e"))), AiMessage("never")]
+    )
     with pytest.raises(Custom) as info:
         run(mode, ToolService(execution_error_handler=handler).tools(explode, add), model)
     assert len(model.requests) == 1
@@ -322,7 +339,7 @@ def test_invalid_arguments_are_fed_back_then_the_model_retries(mode: str, concur
     assert feedback.is_error
     assert feedback.text == (
         "Invalid arguments for tool 'add':\n"
-        "- a: Input should be a valid integer, unable to parse string as an integer (got \"x\")\n"
+        '- a: Input should be a valid integer, unable to parse string as an integer (got "x")\n'
         "- b: missing required argument\n"
         "Expected parameters: a, b.\n"
         "Fix these arguments and call the tool again."
@@ -361,7 +378,9 @@ def test_budget_counts_consecutive_failures_only(mode: str) -> None:
 @pytest.mark.parametrize("mode", MODES)
 def test_custom_arguments_handler(mode: str) -> None:
     model = ScriptedChatModel([ai_calls(call("add", "[1, 2]")), AiMessage("ok")])
-    service = ToolService(arguments_error_handler=lambda e, ctx: f"arguments for {ctx.request.name} were bad")
+    service = ToolService(
+        arguments_error_handler=lambda e, ctx: f"arguments for {ctx.request.name} were bad"
+    )
     run(mode, service.tools(add), model)
     assert model.requests[1].messages[2].text == "arguments for add were bad"
 
@@ -394,7 +413,9 @@ def test_round_trip_limit_is_the_number_of_tool_rounds(mode: str) -> None:
     assert_history_valid(partial.messages)
     assert partial.messages[-1].text.startswith("The tool call was not executed")
 
-    model = ScriptedChatModel([ai_calls(call("add", '{"a":1,"b":1}', id=f"k{i}")) for i in range(3)] + [AiMessage("end")])
+    model = ScriptedChatModel(
+        [ai_calls(call("add", '{"a":1,"b":1}', id=f"k{i}")) for i in range(3)] + [AiMessage("end")]
+    )
     assert run(mode, ToolService(max_tool_calling_round_trips=3).tools(add), model).text == "end"
 
 
@@ -411,7 +432,9 @@ def test_tool_timeout_and_unserialisable_results_are_reported(mode: str) -> None
         """Returns something that is not JSON."""
         return threading.Lock()
 
-    model = ScriptedChatModel([ai_calls(call("slow", id="s"), call("weird", id="w")), AiMessage("ok")])
+    model = ScriptedChatModel(
+        [ai_calls(call("slow", id="s"), call("weird", id="w")), AiMessage("ok")]
+    )
     result = run(mode, ToolService().tools(slow, weird), model)
     slow_exec, weird_exec = result.tool_executions
     assert slow_exec.has_failed and "did not finish within 0.2 s" in slow_exec.result.text
@@ -430,7 +453,9 @@ def test_none_and_content_results(mode: str) -> None:
         """An image."""
         return ImageContent.from_bytes(b"\x89PNG...", "image/png")
 
-    model = ScriptedChatModel([ai_calls(call("nothing", id="n"), call("picture", id="p")), AiMessage("ok")])
+    model = ScriptedChatModel(
+        [ai_calls(call("nothing", id="n"), call("picture", id="p")), AiMessage("ok")]
+    )
     result = run(mode, ToolService().tools(nothing, picture), model)
     assert result.tool_executions[0].result.text == "Success"
     image_message = model.requests[1].messages[3]
@@ -473,7 +498,12 @@ def test_registration_forms() -> None:
         ]
     )
     result = service.chat(model, None, "go")
-    assert [e.result.text for e in result.tool_executions] == ["12", "-5", 'echo {"text": "hi"}', '{"Q": "ABC"}']
+    assert [e.result.text for e in result.tool_executions] == [
+        "12",
+        "-5",
+        'echo {"text": "hi"}',
+        '{"Q": "ABC"}',
+    ]
 
 
 # --- concurrency ----------------------------------------------------------------------------
@@ -496,7 +526,10 @@ def test_calls_of_a_round_run_concurrently_bounded_and_in_request_order(mode: st
 
     delays = [120, 10, 80, 30, 60, 20]
     model = ScriptedChatModel(
-        [ai_calls(*[call("wait", f'{{"ms": {d}}}', id=f"w{i}") for i, d in enumerate(delays)]), AiMessage("ok")]
+        [
+            ai_calls(*[call("wait", f'{{"ms": {d}}}', id=f"w{i}") for i, d in enumerate(delays)]),
+            AiMessage("ok"),
+        ]
     )
     result = run(mode, ToolService(max_concurrency=3).tools(wait), model)
     assert peak == 3
@@ -555,7 +588,12 @@ def test_sync_tools_run_in_threads_with_isolated_context(mode: str) -> None:
 
     var.set("caller")
     model = ScriptedChatModel(
-        [ai_calls(call("sync_tool", '{"tag":"a"}', id="a"), call("sync_tool", '{"tag":"b"}', id="b")), AiMessage("ok")]
+        [
+            ai_calls(
+                call("sync_tool", '{"tag":"a"}', id="a"), call("sync_tool", '{"tag":"b"}', id="b")
+            ),
+            AiMessage("ok"),
+        ]
     )
     run(mode, ToolService().tools(sync_tool), model)
     assert seen["a"][:2] == ("caller", "a") and seen["b"][:2] == ("caller", "b")
@@ -631,7 +669,9 @@ def test_stream_events_and_eager_start() -> None:
     first_response = kinds.index(ResponseCompleted)
     assert first_complete < first_started < first_response  # started before the model finished
     finished = [e for e in events if isinstance(e, ToolExecutionFinished)]
-    assert [f.execution.request.id for f in sorted(finished, key=lambda f: f.execution.request.id)] == ["c1", "c2"]
+    assert [
+        f.execution.request.id for f in sorted(finished, key=lambda f: f.execution.request.id)
+    ] == ["c1", "c2"]
     text = "".join(e.text for e in events if isinstance(e, TextDelta))
     assert text == "Let me check.It is sunny."
     result = events[-1].result
@@ -666,8 +706,13 @@ def test_token_usage_is_summed_and_conversation_can_continue() -> None:
 
     model = ScriptedChatModel(
         [
-            ChatResponse(ai_calls(call("add", '{"a":1,"b":2}')), usage=TokenUsage(input_tokens=10, output_tokens=2, total_tokens=12)),
-            ChatResponse(AiMessage("3"), usage=TokenUsage(input_tokens=20, output_tokens=1, total_tokens=21)),
+            ChatResponse(
+                ai_calls(call("add", '{"a":1,"b":2}')),
+                usage=TokenUsage(input_tokens=10, output_tokens=2, total_tokens=12),
+            ),
+            ChatResponse(
+                AiMessage("3"), usage=TokenUsage(input_tokens=20, output_tokens=1, total_tokens=21)
+            ),
             AiMessage("6"),
         ]
     )
@@ -683,7 +728,11 @@ def test_caller_parameters_win_and_tools_are_merged() -> None:
     model = ScriptedChatModel([AiMessage("hi")])
     extra = ToolCard(name="extra")
     service = ToolService().tools(add)
-    service.chat(model, ChatRequestParameters(model="m", temperature=0.2, tools=[extra], tool_choice="required"), "x")
+    service.chat(
+        model,
+        ChatRequestParameters(model="m", temperature=0.2, tools=[extra], tool_choice="required"),
+        "x",
+    )
     params = model.requests[0].parameters
     assert params.model == "m" and params.temperature == 0.2
     assert [c.name for c in params.tools] == ["extra", "add"]
