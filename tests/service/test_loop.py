@@ -603,11 +603,14 @@ def test_sync_tools_run_in_threads_with_isolated_context(mode: str) -> None:
 
 def test_cancelling_the_chat_cancels_running_tools() -> None:
     state = {"started": 0, "cancelled": 0}
+    both_started = asyncio.Event()
 
     @tool
     async def forever(n: int) -> str:
         """Runs until cancelled."""
         state["started"] += 1
+        if state["started"] == 2:
+            both_started.set()
         try:
             await asyncio.sleep(60)
         except asyncio.CancelledError:
@@ -620,8 +623,7 @@ def test_cancelling_the_chat_cancels_running_tools() -> None:
             [ai_calls(call("forever", '{"n":1}', id="1"), call("forever", '{"n":2}', id="2"))]
         )
         task = asyncio.create_task(ToolService().tools(forever).achat(model, None, "go"))
-        while state["started"] < 2:
-            await asyncio.sleep(0.01)
+        await asyncio.wait_for(both_started.wait(), 10)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

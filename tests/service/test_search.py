@@ -42,7 +42,7 @@ def test_search_reveals_tools_and_they_persist() -> None:
     )
     service = _service()
     result = service.chat(model, None, "weather?")
-    first, second, third = model.requests
+    first, second, _ = model.requests
     assert [c.name for c in first.tools] == ["help", "tool_search_tool"]
     assert result.tool_executions[0].result.text == "Tools found: weather_now, forecast"
     assert [c.name for c in second.tools] == ["help", "weather_now", "forecast", "tool_search_tool"]
