@@ -406,7 +406,7 @@ class ToolService:
                         f"chat {parameters.model or ''}".strip(),
                         {"gen_ai.operation.name": "chat", "gen_ai.request.model": parameters.model},
                     ):
-                        response = await model.achat(request)
+                        response = await self._call_model(model, request, run)
                 await self._fire(E.MODEL_RESPONSE, response=response, memory_id=run.memory_id)
                 if response.usage is not None:
                     run.usage = response.usage + run.usage if run.usage else response.usage
