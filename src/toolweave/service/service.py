@@ -475,6 +475,10 @@ class ToolService:
                     pass
             raise
 
+    async def _call_model(self, model: ChatModel, request: ChatRequest, run: _Run) -> ChatResponse:
+        """One non-streaming model call (a hook for subclasses, e.g. durable execution)."""
+        return await model.achat(request)
+
     def _record(
         self, run: _Run, calls: list[ToolExecutionRequest], outcomes: list[_Outcome]
     ) -> None:
