@@ -52,9 +52,7 @@ MakeTool = Callable[..., RestfulApi]
 
 
 @pytest.fixture
-async def make_tool(
-    base: str, callbacks: CallbackFramework
-) -> AsyncIterator[MakeTool]:
+async def make_tool(base: str, callbacks: CallbackFramework) -> AsyncIterator[MakeTool]:
     """Build a `RestfulApi` for `base + path`; loopback allowed unless the test says not."""
     made: list[RestfulApi] = []
 

@@ -164,11 +164,12 @@ def make_app() -> Starlette:
 
 
 @contextmanager
-def serve(app: Any, host: str = "127.0.0.1") -> Iterator[str]:
-    """Run `app` with uvicorn in a background thread on a free port; yields the base URL."""
+def serve(app: Any, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
+    """Run `app` with uvicorn in a background thread (on a free port unless `port` is given);
+    yields the base URL."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, 0))
+    sock.bind((host, port))
     port = sock.getsockname()[1]
     config = uvicorn.Config(
         app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1, access_log=False

@@ -28,7 +28,11 @@ def make_petstore_app() -> Starlette:
             if not isinstance(body, dict) or not isinstance(body.get("name"), str):
                 return JSONResponse({"code": 400, "message": "name is required"}, 400)
             pet_id = max(pets, default=0) + 1
-            pets[pet_id] = {"id": pet_id, "name": body["name"], **({"tag": body["tag"]} if "tag" in body else {})}
+            pets[pet_id] = {
+                "id": pet_id,
+                "name": body["name"],
+                **({"tag": body["tag"]} if "tag" in body else {}),
+            }
             return JSONResponse(pets[pet_id])
         tags = request.query_params.getlist("tags")
         found = [p for p in pets.values() if not tags or p.get("tag") in tags]

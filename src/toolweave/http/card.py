@@ -34,6 +34,11 @@ class Location(StrEnum):
     FORM = "form"
 
 
+class _ConfigInvalid(Exception):
+    """Raised inside validators; deliberately not a ValueError, so pydantic lets it through
+    instead of wrapping it in a ValidationError (which would lose the code)."""
+
+
 def _invalid(message: str) -> ToolCardError:
     return ToolCardError(message, code=ErrorCode.RESTFUL_API_CARD_CONFIG_INVALID)
 
@@ -46,7 +51,7 @@ def property_location(prop: Any) -> Location:
     try:
         return Location(str(raw).lower())
     except ValueError:
-        raise _invalid(
+        raise _ConfigInvalid(
             f"unknown location {raw!r}; use one of {', '.join(m.value for m in Location)}"
         ) from None
 
@@ -76,11 +81,14 @@ class RestfulApiCard(ToolCard):
     def __init__(self, **data: Any) -> None:
         try:
             super().__init__(**data)
+        except _ConfigInvalid as e:
+            raise _invalid(str(e)) from None
         except pydantic.ValidationError as e:
             for err in e.errors():
                 cause = (err.get("ctx") or {}).get("error")
                 if isinstance(cause, ToolweaveError):
-                    raise cause from None
+                    # pydantic re-creates the error from its message, so the code is lost
+                    raise ToolCardError(cause.message, code=ErrorCode.TOOL_CARD_INVALID) from None
             raise _invalid(f"invalid RestfulApiCard: {e}") from e
 
     @field_validator("method", mode="before")
@@ -88,14 +96,16 @@ class RestfulApiCard(ToolCard):
     def _method(cls, v: Any) -> str:
         method = str(v).upper() if isinstance(v, str) else v
         if method not in HTTP_METHODS:
-            raise _invalid(f"unsupported HTTP method {v!r}; use one of {', '.join(HTTP_METHODS)}")
+            raise _ConfigInvalid(
+                f"unsupported HTTP method {v!r}; use one of {', '.join(HTTP_METHODS)}"
+            )
         return str(method)
 
     @field_validator("max_response_byte_size")
     @classmethod
     def _size(cls, v: int) -> int:
         if v <= 0:
-            raise _invalid(f"max_response_byte_size must be positive, got {v}")
+            raise _ConfigInvalid(f"max_response_byte_size must be positive, got {v}")
         return v
 
     @field_validator("url")
@@ -105,11 +115,11 @@ class RestfulApiCard(ToolCard):
         try:
             parts = urlsplit(probe)
         except ValueError as e:
-            raise _invalid(f"invalid url {v!r}: {e}") from None
+            raise _ConfigInvalid(f"invalid url {v!r}: {e}") from None
         if parts.scheme.lower() not in ("http", "https"):
-            raise _invalid(f"url {v!r} must use http or https")
+            raise _ConfigInvalid(f"url {v!r} must use http or https")
         if not parts.hostname:
-            raise _invalid(f"url {v!r} has no host")
+            raise _ConfigInvalid(f"url {v!r} has no host")
         return v
 
     @model_validator(mode="after")
@@ -118,13 +128,13 @@ class RestfulApiCard(ToolCard):
         locations = {name: property_location(prop) for name, prop in props.items()}
         placeholders = PLACEHOLDER.findall(self.url)
         if placeholders and not props:
-            raise _invalid(
+            raise _ConfigInvalid(
                 f"url {self.url!r} has placeholders {placeholders} but input_params declares "
                 "no properties"
             )
         for name in placeholders:
             if locations.get(name) is not Location.PATH and name not in self.paths:
-                raise _invalid(
+                raise _ConfigInvalid(
                     f"url placeholder {{{name}}} needs an input_params property {name!r} with "
                     '"location": "path" (or a default in paths)'
                 )
