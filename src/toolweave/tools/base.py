@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import copy
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -384,8 +385,9 @@ class Tool:
         self, args: dict[str, Any], kwargs: dict[str, Any]
     ) -> AsyncIterator[Any]:
         if self._implements("_astream"):
-            async for chunk in self._astream(args, **kwargs):
-                yield chunk
+            async with contextlib.aclosing(self._astream(args, **kwargs)) as source:  # type: ignore[type-var]
+                async for chunk in source:
+                    yield chunk
             return
         ctx = contextvars.copy_context()
         iterator = await asyncio.to_thread(ctx.run, lambda: iter(self._stream(args, **kwargs)))
@@ -414,18 +416,19 @@ class Tool:
             args = self.prepare_inputs(inputs, **prep)
             if observed:
                 await cb.trigger(E.TOOL_PARSE_FINISHED, **ids, formatted_inputs=args)
-            async for chunk in self._async_chunks(args, kwargs):
-                if observed:
-                    await cb.trigger(E.TOOL_RESULT_RECEIVED, **ids, inputs=args, result=chunk)
-                    chunk = await cb.transform(E.TOOL_STREAM_OUTPUT, chunk, result=chunk, **ids)
-                    await cb.trigger(
-                        E.TOOL_STREAM_OUTPUT,
-                        **kwargs,
-                        result=chunk,
-                        tool_info=self.tool_info(),
-                        **ids,
-                    )
-                yield chunk
+            async with contextlib.aclosing(self._async_chunks(args, kwargs)) as chunks:  # type: ignore[type-var]
+                async for chunk in chunks:
+                    if observed:
+                        await cb.trigger(E.TOOL_RESULT_RECEIVED, **ids, inputs=args, result=chunk)
+                        chunk = await cb.transform(E.TOOL_STREAM_OUTPUT, chunk, result=chunk, **ids)
+                        await cb.trigger(
+                            E.TOOL_STREAM_OUTPUT,
+                            **kwargs,
+                            result=chunk,
+                            tool_info=self.tool_info(),
+                            **ids,
+                        )
+                    yield chunk
         except Exception as e:
             if observed:
                 await cb.trigger(E.TOOL_CALL_ERROR, **ids, error=e)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import inspect
@@ -196,8 +197,9 @@ class LocalFunction(Tool):
     async def _astream(self, inputs: dict[str, Any], **kwargs: Any) -> AsyncIterator[Any]:
         args, call = self._call_arguments(inputs, kwargs)
         if inspect.isasyncgenfunction(self.func):
-            async for item in self.func(*args, **call):
-                yield item
+            async with contextlib.aclosing(self.func(*args, **call)) as items:
+                async for item in items:
+                    yield item
             return
         if self._is_async:
             result = await self.func(*args, **call)

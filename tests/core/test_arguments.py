@@ -1,0 +1,211 @@
+"""Argument parsing and repair (LangChain4j ToolExecutionRequestUtilTest) and bad input that
+must end in ToolArgumentsError, never a bare exception."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from toolweave import (
+    DefaultToolExecutor,
+    ToolArgumentsError,
+    ToolCard,
+    ToolExecutionRequest,
+    parse_arguments,
+    tool,
+)
+from toolweave.schema import MAX_ARGUMENTS_BYTES, JsonSchemaArgumentsValidator
+from toolweave.tools import LocalFunction
+
+NOT_JSON = (
+    "The arguments are not valid JSON. Send a single JSON object, for example "
+    '{"name": "value"}, with double-quoted keys and no trailing text.'
+)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("", {}),
+        ("   ", {}),
+        ("{}", {}),
+        ("null", {}),
+        (None, {}),
+        ('{"a": 1}', {"a": 1}),
+        ('{"a": [1, 2,], "b": {"c": 3,},}', {"a": [1, 2], "b": {"c": 3}}),
+        ('"{\\"a\\": 1}"', {"a": 1}),
+        ('"{"a": 1}"', {"a": 1}),
+        ('{"q": "say \\"hi\\"", "n": 1,}', {"q": 'say "hi"', "n": 1}),
+        ('```json\n{"a": 1}\n```', {"a": 1}),
+        ('```\n{"a": 1}\n```', {"a": 1}),
+        ("{'a': 'x', 'b': 2}", {"a": "x", "b": 2}),
+        ("{'a': True, 'b': None, 'c': False}", {"a": True, "b": None, "c": False}),
+        (json.dumps(json.dumps({"a": 1})), {"a": 1}),
+        (b'{"a": "\xc3\xa9"}', {"a": "é"}),
+    ],
+    ids=[
+        "empty",
+        "blank",
+        "empty-object",
+        "null",
+        "none",
+        "plain",
+        "trailing-commas-nested",
+        "quoted-escaped",
+        "quoted-unescaped",
+        "escaped-quotes-kept",
+        "code-fence-json",
+        "code-fence",
+        "single-quotes",
+        "python-literals",
+        "doubly-encoded",
+        "utf8-bytes",
+    ],
+)
+def test_parse_and_repair(raw: Any, expected: dict[str, Any]) -> None:
+    assert parse_arguments(raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "kind"),
+    [("[1, 2]", "array"), ("42", "number"), ('"hello"', "string"), ("true", "boolean")],
+)
+def test_non_object_json(raw: str, kind: str) -> None:
+    with pytest.raises(ToolArgumentsError) as e:
+        parse_arguments(raw, tool_name="t")
+    assert e.value.message == (
+        f"The arguments must be a JSON object, but a JSON {kind} was sent. "
+        'Wrap the values in an object keyed by parameter name, e.g. {"city": "Paris"}.'
+    )
+    assert e.value.tool_name == "t"
+
+
+@pytest.mark.parametrize("raw", ["not json at all", "{{{{", "]", "```\nnope\n```"])
+def test_invalid_json_message(raw: str) -> None:
+    with pytest.raises(ToolArgumentsError) as e:
+        parse_arguments(raw)
+    assert e.value.message == NOT_JSON
+
+
+@tool
+def target(a: int, items: list[Any] = []) -> int:  # noqa: B006 - copied by pydantic
+    return a
+
+
+JSON_TOOL = LocalFunction(
+    ToolCard(
+        name="jtarget",
+        input_params={
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "items": {"type": "array"}},
+            "required": ["a"],
+        },
+    ),
+    lambda a, items=None: a,
+)
+
+DEEP = '{"a": 1, "items": ' + "[" * 100_000 + "]" * 100_000 + "}"
+HUGE = '{"a": 1, "items": ["' + "x" * (MAX_ARGUMENTS_BYTES + 10) + '"]}'
+
+
+def _all_paths(t: Any, raw: Any) -> list[Any]:
+    """Every public way raw model arguments reach a tool."""
+    paths: list[Any] = [
+        lambda: parse_arguments(raw),
+        lambda: t.invoke(raw),
+        lambda: t.validator.validate_json(raw),
+    ]
+    if isinstance(raw, str):
+        paths.append(
+            lambda: DefaultToolExecutor(t).execute_with_result(
+                ToolExecutionRequest(name=t.name, arguments=raw)
+            )
+        )
+    return paths
+
+
+BAD_INPUTS = {
+    "invalid-json": ("{bad json", NOT_JSON),
+    "array": ("[1]", "The arguments must be a JSON object, but a JSON array was sent."),
+    "number": ("3", "The arguments must be a JSON object, but a JSON number was sent."),
+    "string": ('"x"', "The arguments must be a JSON object, but a JSON string was sent."),
+    "huge": (
+        HUGE,
+        f"The arguments are too large ({len(HUGE)} bytes; the limit is {MAX_ARGUMENTS_BYTES}).",
+    ),
+    "deep": (DEEP, "The arguments are nested too deeply to parse. Send a flatter JSON object."),
+    "non-utf8": (b'{"a": "\xff"}', "The arguments are not valid UTF-8 text (byte 7)."),
+}
+
+
+@pytest.mark.parametrize("t", [target, JSON_TOOL], ids=["signature", "json-schema"])
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+def test_bad_input_is_always_a_tool_arguments_error(t: Any, case: str) -> None:
+    raw, expected = BAD_INPUTS[case]
+    for path in _all_paths(t, raw):
+        with pytest.raises(ToolArgumentsError) as e:
+            path()
+        assert e.value.message.startswith(expected), e.value.message
+
+
+@pytest.mark.parametrize("t", [target, JSON_TOOL], ids=["signature", "json-schema"])
+def test_deep_python_value_for_untyped_array_does_not_crash(t: Any) -> None:
+    nested: Any = []
+    for _ in range(100_000):
+        nested = [nested]
+    assert t.invoke({"a": 1, "items": nested}) == 1
+
+
+@pytest.mark.parametrize("t", [target, JSON_TOOL], ids=["signature", "json-schema"])
+@pytest.mark.parametrize(
+    "raw",
+    ['{"a": "x"}', "{}", '{"a": 1, "zz": 2}', '{"a": [1]}', '{"a": null}', '{"a": 1, "items": 5}'],
+)
+def test_wrong_types_missing_and_unknown(t: Any, raw: str) -> None:
+    with pytest.raises(ToolArgumentsError) as e:
+        t.invoke(raw)
+    assert e.value.message.startswith(f"Invalid arguments for tool {t.name!r}:\n- ")
+    assert e.value.message.endswith("Fix these arguments and call the tool again.")
+    assert e.value.errors
+
+
+def test_json_schema_validator_rejects_invalid_schema() -> None:
+    from toolweave import ToolCardError
+
+    with pytest.raises(ToolCardError, match="is not valid JSON Schema"):
+        JsonSchemaArgumentsValidator(
+            {"type": "object", "properties": {"a": {"type": 5}}}, tool_name="t"
+        )
+
+
+def test_json_schema_defaults_are_copied() -> None:
+    validator = JsonSchemaArgumentsValidator(
+        {"type": "object", "properties": {"tags": {"type": "array", "default": []}}},
+        tool_name="t",
+    )
+    first = validator.validate_python({})
+    first["tags"].append("mutated")
+    assert validator.validate_python({}) == {"tags": []}
+
+
+def test_json_schema_coercion_nested() -> None:
+    validator = JsonSchemaArgumentsValidator(
+        {
+            "type": "object",
+            "properties": {
+                "opts": {
+                    "type": "object",
+                    "properties": {"n": {"type": "integer", "default": 5}, "x": {"type": "number"}},
+                },
+                "ids": {"type": "array", "items": {"type": "integer"}},
+                "maybe": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+            },
+        },
+        tool_name="t",
+    )
+    assert validator.validate_python(
+        {"opts": {"n": None, "x": "1.5"}, "ids": ["1", 2.0], "maybe": "4"}
+    ) == {"opts": {"n": 5, "x": 1.5}, "ids": [1, 2], "maybe": 4}
+    assert validator.validate_json('{"opts": "{\\"x\\": 2}"}') == {"opts": {"x": 2}}
