@@ -10,7 +10,13 @@ from .handlers import (
     default_arguments_error_handler,
     default_execution_error_handler,
 )
-from .result import ChatCompleted, ToolChatResult, ToolExecutionFinished, ToolExecutionStarted
+from .result import (
+    ChatCompleted,
+    PartialOutput,
+    ToolChatResult,
+    ToolExecutionFinished,
+    ToolExecutionStarted,
+)
 from .search import KeywordToolSearch, ToolSearchStrategy
 from .service import ServiceEvent, ToolService
 
@@ -19,6 +25,7 @@ __all__ = [
     "ChatCompleted",
     "HallucinatedToolStrategy",
     "KeywordToolSearch",
+    "PartialOutput",
     "ServiceEvent",
     "ToolChatResult",
     "ToolErrorContext",

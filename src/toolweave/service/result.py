@@ -12,6 +12,7 @@ from ..execution.results import ToolExecution
 
 __all__ = [
     "ChatCompleted",
+    "PartialOutput",
     "ToolChatResult",
     "ToolExecutionFinished",
     "ToolExecutionStarted",
@@ -61,3 +62,10 @@ class ChatCompleted:
     """The loop ended; the last event of `chat_stream`."""
 
     result: ToolChatResult
+
+
+@dataclass(frozen=True, slots=True)
+class PartialOutput:
+    """The structured output parsed so far from the streaming answer (not yet validated)."""
+
+    value: Any

@@ -35,13 +35,14 @@ from .._utils.sync import iterate_sync, run_sync
 from ..callbacks.events import ToolCallEvents as E
 from ..callbacks.framework import CallbackFramework, callback_framework
 from ..callbacks.otel import span
-from ..chat.events import CompleteToolCall, ResponseCompleted, StreamEvent
+from ..chat.events import CompleteToolCall, ResponseCompleted, StreamEvent, TextDelta
 from ..chat.messages import ChatMessage, ToolExecutionResultMessage, UserMessage
 from ..chat.model import ChatModel
 from ..chat.request import ChatRequest, ChatRequestParameters
 from ..chat.response import ChatResponse, TokenUsage
 from ..errors import (
     HallucinatedToolError,
+    StructuredOutputError,
     ToolArgumentsError,
     ToolCardError,
     ToolExecutionError,
@@ -52,6 +53,7 @@ from ..execution.executor import DefaultToolExecutor, as_executor, error_text
 from ..execution.requests import ToolExecutionRequest
 from ..execution.results import ToolExecution, ToolExecutionResult
 from ..schema.arguments import parse_arguments
+from ..schema.output import OutputSchema, OutputValidationError, parse_partial_json
 from ..tools.base import Tool
 from ..tools.card import ReturnBehavior, ToolCard
 from ..tools.decorator import tool as make_tool
@@ -65,14 +67,22 @@ from .handlers import (
     default_arguments_error_handler,
     default_execution_error_handler,
 )
-from .result import ChatCompleted, ToolChatResult, ToolExecutionFinished, ToolExecutionStarted
+from .result import (
+    ChatCompleted,
+    PartialOutput,
+    ToolChatResult,
+    ToolExecutionFinished,
+    ToolExecutionStarted,
+)
 from .search import FOUND_TOOLS_ATTRIBUTE, ToolSearchStrategy
 
 __all__ = ["ServiceEvent", "ToolService"]
 
 logger = logging.getLogger("toolweave.service")
 
-ServiceEvent = StreamEvent | ToolExecutionStarted | ToolExecutionFinished | ChatCompleted
+ServiceEvent = (
+    StreamEvent | ToolExecutionStarted | ToolExecutionFinished | PartialOutput | ChatCompleted
+)
 
 
 @dataclass(slots=True)
@@ -94,6 +104,9 @@ class _Run:
     failures: dict[str, int] = field(default_factory=dict)
     found: list[str] = field(default_factory=list)
     semaphore: asyncio.Semaphore | None = None
+    output: OutputSchema | None = None
+    output_failures: int = 0
+    output_value: Any = None
 
     def result(self, final: ChatResponse | None, *, immediate: bool = False) -> ToolChatResult:
         return ToolChatResult(
@@ -103,6 +116,7 @@ class _Run:
             token_usage=self.usage,
             messages=self.messages,
             immediate=immediate,
+            output=self.output_value,
         )
 
 
@@ -232,11 +246,18 @@ class ToolService:
         memory_id: Any = None,
         context: Any = None,
         injected: Mapping[str, Any] | None = None,
+        output_type: Any = None,
     ) -> ToolChatResult:
         """Run the loop to the model's final answer (synchronously)."""
         return run_sync(
             self.achat(
-                model, parameters, messages, memory_id=memory_id, context=context, injected=injected
+                model,
+                parameters,
+                messages,
+                memory_id=memory_id,
+                context=context,
+                injected=injected,
+                output_type=output_type,
             )
         )
 
@@ -249,14 +270,18 @@ class ToolService:
         memory_id: Any = None,
         context: Any = None,
         injected: Mapping[str, Any] | None = None,
+        output_type: Any = None,
     ) -> ToolChatResult:
         """Run the loop to the model's final answer.
 
         `messages` is the conversation so far (a str is one user message). `memory_id`
         and `context` reach tools through `ToolContext`; `injected` supplies values for
-        parameters declared `Injected`.
+        parameters declared `Injected`. With `output_type` (a pydantic model, dataclass,
+        TypedDict or JSON schema dict) the final answer must be JSON of that shape: it is
+        requested through `response_format`, validated, corrected by the model within the
+        retry budget, and returned parsed as `result.output`.
         """
-        run = self._start(parameters, messages, memory_id, context, injected)
+        run = self._start(parameters, messages, memory_id, context, injected, output_type)
         result: ToolChatResult | None = None
         async for event in self._loop(model, run, streaming=False, eager=False):
             if isinstance(event, ChatCompleted):
@@ -274,12 +299,14 @@ class ToolService:
         memory_id: Any = None,
         context: Any = None,
         injected: Mapping[str, Any] | None = None,
+        output_type: Any = None,
     ) -> AsyncIterator[ServiceEvent]:
         """Run the loop, streaming: yields the model's events (text deltas, partial and
         complete tool calls, completed responses), `ToolExecutionStarted`/`Finished`, and a
         final `ChatCompleted`. With `eager=True` a tool starts as soon as its call is complete
-        in the stream, before the model has finished."""
-        run = self._start(parameters, messages, memory_id, context, injected)
+        in the stream, before the model has finished. With `output_type`, `PartialOutput`
+        events carry the answer parsed so far as the JSON grows."""
+        run = self._start(parameters, messages, memory_id, context, injected, output_type)
         async for event in self._loop(model, run, streaming=True, eager=eager):
             yield event
 
@@ -293,6 +320,7 @@ class ToolService:
         memory_id: Any = None,
         context: Any = None,
         injected: Mapping[str, Any] | None = None,
+        output_type: Any = None,
     ) -> Iterator[ServiceEvent]:
         """Synchronous `achat_stream`."""
         return iterate_sync(
@@ -304,6 +332,7 @@ class ToolService:
                 memory_id=memory_id,
                 context=context,
                 injected=injected,
+                output_type=output_type,
             )
         )
 
@@ -315,6 +344,7 @@ class ToolService:
         memory_id: Any,
         context: Any,
         injected: Mapping[str, Any] | None,
+        output_type: Any = None,
     ) -> _Run:
         if messages is None:
             raise ValueError("messages must not be empty: pass the conversation so far")
@@ -330,6 +360,10 @@ class ToolService:
             context=context,
             injected=dict(injected) if injected else None,
         )
+        if output_type is not None:
+            run.output = OutputSchema.of(output_type)
+            if run.parameters.response_format is None:
+                run.parameters = run.parameters.model_copy(update={"response_format": output_type})
         if self.tool_search is not None:
             for m in history:
                 if isinstance(m, ToolExecutionResultMessage):
@@ -382,8 +416,16 @@ class ToolService:
                 if streaming:
                     response = None
                     barrier_seen = False
+                    partial_text: list[str] = []
+                    last_partial: Any = None
                     async for event in model.astream(request):
                         yield event
+                        if run.output is not None and isinstance(event, TextDelta):
+                            partial_text.append(event.text)
+                            value = parse_partial_json("".join(partial_text))
+                            if value is not None and value != last_partial:
+                                last_partial = value
+                                yield PartialOutput(value)
                         if isinstance(event, ResponseCompleted):
                             response = event.response
                         elif eager and isinstance(event, CompleteToolCall):
@@ -414,6 +456,12 @@ class ToolService:
                 run.messages.append(ai)
                 calls = list(ai.tool_execution_requests)
                 if not calls:
+                    if run.output is not None:
+                        correction = self._check_output(run, response)
+                        if correction is not None:
+                            run.intermediate.append(response)
+                            run.messages.append(correction)
+                            continue
                     result = run.result(response)
                     yield ChatCompleted(result)
                     return
@@ -474,6 +522,26 @@ class ToolService:
                 except AttributeError:
                     pass
             raise
+
+    def _check_output(self, run: _Run, response: ChatResponse) -> UserMessage | None:
+        """Validate the final answer; a correction request, or None once it is valid."""
+        assert run.output is not None
+        text = response.ai_message.text
+        try:
+            run.output_value = run.output.validate_text(text)
+        except OutputValidationError as e:
+            run.output_failures += 1
+            if run.output_failures > self.max_argument_retries:
+                raise StructuredOutputError(
+                    f"the model's answer did not match the output schema {run.output.name!r} "
+                    f"after {run.output_failures} attempts: {e.message}",
+                    raw_text=text,
+                ) from None
+            return UserMessage(
+                f"Your answer could not be used. {e.message}\n"
+                "Reply again with only a JSON value that matches the required schema."
+            )
+        return None
 
     async def _call_model(self, model: ChatModel, request: ChatRequest, run: _Run) -> ChatResponse:
         """One non-streaming model call (a hook for subclasses, e.g. durable execution)."""
