@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 import pytest
 from pydantic import BaseModel
@@ -21,7 +21,7 @@ from toolweave import (
 from .helpers import MODES, ai_calls, assert_history_valid, call, run
 
 
-class Unit(str, Enum):
+class Unit(StrEnum):
     C = "celsius"
     F = "fahrenheit"
 
