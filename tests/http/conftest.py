@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
+
 from servers.http_app import make_app, serve
 from servers.http_petstore import make_petstore_app
-
 from toolweave.callbacks.framework import CallbackFramework
 from toolweave.http import RestfulApi, RestfulApiCard
 

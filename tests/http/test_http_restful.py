@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import MakeTool
-from servers.http_app import serve_raw
 
+from servers.http_app import serve_raw
 from toolweave.callbacks.events import ToolCallEvents as E
 from toolweave.callbacks.framework import CallbackFramework
 from toolweave.errors import AbortError, ErrorCode, RestfulApiError, ToolCardError
@@ -19,6 +19,8 @@ from toolweave.http import (
     RestfulApiResponseError,
     RestfulApiTimeoutError,
 )
+
+MakeTool = Callable[..., RestfulApi]
 
 ALL_LOCATIONS = {
     "id": {"type": "string", "location": "path"},
@@ -426,9 +428,8 @@ async def test_connection_refused_is_182104(make_tool: MakeTool) -> None:
     ],
 )
 async def test_malformed_responses_are_182104(make_tool: MakeTool, reply: bytes) -> None:
-    with serve_raw(reply) as url:
-        with pytest.raises(RestfulApiError) as info:
-            await make_tool(url + "/x", method="GET").ainvoke({})
+    with serve_raw(reply) as url, pytest.raises(RestfulApiError) as info:
+        await make_tool(url + "/x", method="GET").ainvoke({})
     assert info.value.code == ErrorCode.RESTFUL_API_EXECUTION_ERROR
 
 
@@ -437,9 +438,8 @@ async def test_html_body_announced_as_json(make_tool: MakeTool) -> None:
         b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 9\r\n"
         b"Connection: close\r\n\r\n<html/>!!"
     )
-    with serve_raw(reply) as url:
-        with pytest.raises(RestfulApiError) as info:
-            await make_tool(url + "/x", method="GET").ainvoke({})
+    with serve_raw(reply) as url, pytest.raises(RestfulApiError) as info:
+        await make_tool(url + "/x", method="GET").ainvoke({})
     assert info.value.code == 182105
 
 

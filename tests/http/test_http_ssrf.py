@@ -7,13 +7,12 @@ and "public" servers are modelled by allowing 127.0.0.2 explicitly.
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from conftest import MakeTool
-from servers.http_app import make_app, serve
 
+from servers.http_app import make_app, serve
 from toolweave.errors import ErrorCode, RestfulApiError
 from toolweave.http import (
     RestfulApi,
@@ -24,6 +23,8 @@ from toolweave.http import (
     get_default_ssrf_policy,
     set_default_ssrf_policy,
 )
+
+MakeTool = Callable[..., RestfulApi]
 
 BLOCKED = [
     "127.0.0.1",
@@ -100,7 +101,9 @@ def test_private_allowed_on_request(address: str) -> None:
 
 
 def test_metadata_allowed_only_explicitly() -> None:
-    assert check_address("169.254.169.254", SsrfPolicy(allowed_networks=("169.254.169.254",))) is None
+    assert (
+        check_address("169.254.169.254", SsrfPolicy(allowed_networks=("169.254.169.254",))) is None
+    )
     assert check_address("169.254.169.254", SsrfPolicy(enabled=False)) is None
     # allowing one address does not allow its neighbours
     assert check_address("169.254.169.253", SsrfPolicy(allowed_networks=("169.254.169.254",)))
@@ -187,12 +190,17 @@ async def test_private_targets_refused_before_connecting(guarded: Any, host: str
 
 
 @pytest.mark.parametrize("host", ["2130706433", "0x7f.1", "127.1", "017700000001"])
-async def test_encoded_loopback_refused(guarded: Any, base: str, server_log: list[Any], host: str) -> None:
+async def test_encoded_loopback_refused(
+    guarded: Any, base: str, server_log: list[Any], host: str
+) -> None:
     port = base.rsplit(":", 1)[1]
     with pytest.raises(RestfulApiError) as info:
         await guarded(f"http://{host}:{port}/echo/x").ainvoke({})
     # either refused by the guard, or the name does not resolve at all: never sent
-    assert info.value.code in (ErrorCode.RESTFUL_API_SSRF_BLOCKED, ErrorCode.RESTFUL_API_EXECUTION_ERROR)
+    assert info.value.code in (
+        ErrorCode.RESTFUL_API_SSRF_BLOCKED,
+        ErrorCode.RESTFUL_API_EXECUTION_ERROR,
+    )
     assert server_log == []
 
 

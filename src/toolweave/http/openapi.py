@@ -14,7 +14,7 @@ from typing import Any
 
 from ..callbacks.framework import CallbackFramework
 from ..errors import ErrorCode, ToolCardError
-from .card import RestfulApiCard
+from .card import PLACEHOLDER, RestfulApiCard
 from .restful_api import AuthSpec, RestfulApi
 from .ssrf import Resolver, SsrfPolicy
 
@@ -300,6 +300,10 @@ def tools_from_openapi(
                 properties[pname] = {**prop, "location": location}
                 if p.get("required") or location == "path":
                     required.append(pname)
+            for placeholder in PLACEHOLDER.findall(path):
+                if placeholder not in properties:  # undeclared in the document: a string
+                    properties[placeholder] = {"type": "string", "location": "path"}
+                    required.append(placeholder)
             body_props, body_required, _ = _body(resolver_, operation, where)
             for bname, bprop in body_props.items():
                 if bname in properties:
