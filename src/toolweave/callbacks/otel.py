@@ -28,7 +28,11 @@ def tracing_enabled() -> bool:
     """True when opentelemetry-api is importable and a real tracer provider is set."""
     if _trace is None:
         return False
-    provider = _trace.get_tracer_provider()
+    # The global provider, read without get_tracer_provider(), which consults os.environ on
+    # every call while none is set (too slow for the per-call hot path).
+    provider = getattr(_trace, "_TRACER_PROVIDER", None)
+    if provider is None:
+        return False
     return not isinstance(provider, (ProxyTracerProvider, NoOpTracerProvider))
 
 

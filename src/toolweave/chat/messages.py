@@ -94,7 +94,8 @@ class ToolExecutionResultMessage(BaseModel):
         cls, request: ToolExecutionRequest, result: ToolExecutionResult
     ) -> ToolExecutionResultMessage:
         """The message answering `request` with `result`."""
-        return cls(
+        # trusted values: skip re-validation on this per-call path
+        return cls.model_construct(
             id=request.id,
             tool_name=request.name,
             text=result.result_text(),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from .messages import AiMessage
 
@@ -57,7 +57,7 @@ class ChatResponse(BaseModel):
     usage: TokenUsage | None = None
     model: str | None = None
     id: str | None = None
-    metadata: dict[str, Any] = {}
+    metadata: dict[str, Any] = Field(default_factory=dict)
 
     def __init__(self, ai_message: AiMessage | None = None, /, **data: Any) -> None:
         if ai_message is not None:

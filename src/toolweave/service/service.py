@@ -107,6 +107,8 @@ class _Run:
     output: OutputSchema | None = None
     output_failures: int = 0
     output_value: Any = None
+    inline_sync: bool = False
+    """Run a round's single sync tool on the engine's own thread (the sync `chat` face)."""
 
     def result(self, final: ChatResponse | None, *, immediate: bool = False) -> ToolChatResult:
         return ToolChatResult(
@@ -248,18 +250,21 @@ class ToolService:
         injected: Mapping[str, Any] | None = None,
         output_type: Any = None,
     ) -> ToolChatResult:
-        """Run the loop to the model's final answer (synchronously)."""
-        return run_sync(
-            self.achat(
-                model,
-                parameters,
-                messages,
-                memory_id=memory_id,
-                context=context,
-                injected=injected,
-                output_type=output_type,
-            )
-        )
+        """Run the loop to the model's final answer (synchronously).
+
+        The same engine as `achat`; a round's single sync tool runs on the calling thread.
+        """
+        run = self._start(parameters, messages, memory_id, context, injected, output_type)
+        run.inline_sync = True
+        return run_sync(self._complete(model, run))
+
+    async def _complete(self, model: ChatModel, run: _Run) -> ToolChatResult:
+        result: ToolChatResult | None = None
+        async for event in self._loop(model, run, streaming=False, eager=False):
+            if isinstance(event, ChatCompleted):
+                result = event.result
+        assert result is not None
+        return result
 
     async def achat(
         self,
@@ -282,12 +287,7 @@ class ToolService:
         retry budget, and returned parsed as `result.output`.
         """
         run = self._start(parameters, messages, memory_id, context, injected, output_type)
-        result: ToolChatResult | None = None
-        async for event in self._loop(model, run, streaming=False, eager=False):
-            if isinstance(event, ChatCompleted):
-                result = event.result
-        assert result is not None
-        return result
+        return await self._complete(model, run)
 
     async def achat_stream(
         self,
@@ -605,7 +605,7 @@ class ToolService:
         started: dict[str, asyncio.Task[_Outcome]],
     ) -> list[_Outcome]:
         if len(calls) == 1 and not started:
-            return [await self._execute_one(calls[0], run, queue)]
+            return [await self._execute_one(calls[0], run, queue, inline=run.inline_sync)]
         results: list[_Outcome | None] = [None] * len(calls)
         tasks: list[asyncio.Task[_Outcome]] = []
         try:
@@ -642,6 +642,8 @@ class ToolService:
         call: ToolExecutionRequest,
         run: _Run,
         queue: asyncio.Queue[ServiceEvent] | None,
+        *,
+        inline: bool = False,
     ) -> _Outcome:
         if queue is not None:
             queue.put_nowait(ToolExecutionStarted(call))
@@ -651,7 +653,7 @@ class ToolService:
         async with run.semaphore:
             start = datetime.now(UTC)
             try:
-                result = await self._dispatch(call, run)
+                result = await self._dispatch(call, run, inline=inline)
             except _Abort as a:
                 abort = a.error
                 result = a.result
@@ -660,7 +662,9 @@ class ToolService:
             queue.put_nowait(ToolExecutionFinished(execution))
         return _Outcome(execution, abort)
 
-    async def _dispatch(self, call: ToolExecutionRequest, run: _Run) -> ToolExecutionResult:
+    async def _dispatch(
+        self, call: ToolExecutionRequest, run: _Run, *, inline: bool = False
+    ) -> ToolExecutionResult:
         search = self.tool_search
         if search is not None and call.name == search.card.name:
             return await self._run_search(call, run)
@@ -668,9 +672,16 @@ class ToolService:
         if entry is None:
             return await self._hallucinated(call, run)
         try:
-            result: ToolExecutionResult = await entry.executor.aexecute_with_result(
-                call, run.memory_id, context=run.context, injected=run.injected
-            )
+            executor = entry.executor
+            if inline and _is_plain_sync(executor):
+                # the sync face's engine loop serves nobody else: no thread hop needed
+                result: ToolExecutionResult = executor.execute_with_result(
+                    call, run.memory_id, context=run.context, injected=run.injected
+                )
+            else:
+                result = await executor.aexecute_with_result(
+                    call, run.memory_id, context=run.context, injected=run.injected
+                )
         except ToolArgumentsError as e:
             return await self._handle(self.arguments_error_handler, e, call, run, counted=True)
         except ToolExecutionError as e:
@@ -758,6 +769,17 @@ class ToolService:
         return ToolExecutionResult(
             text=text, result=names, attributes={FOUND_TOOLS_ATTRIBUTE: names}
         )
+
+
+def _is_plain_sync(executor: Any) -> bool:
+    tool = getattr(executor, "tool", None)
+    return (
+        isinstance(executor, DefaultToolExecutor)
+        and isinstance(tool, LocalFunction)
+        and not tool.is_async
+        and tool.supports_invoke()
+        and tool.card.timeout is None
+    )
 
 
 class _Abort(Exception):

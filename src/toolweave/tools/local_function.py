@@ -79,15 +79,12 @@ class LocalFunction(Tool):
 
     @property
     def validator(self) -> ArgumentsValidator:
-        if self._schema is not None and self._uses_signature_validator():
-            return self._schema.validator
-        return super().validator
-
-    def _uses_signature_validator(self) -> bool:
-        assert self._schema is not None
-        return self._schema.json_schema is self._card.input_params or (
-            self._schema.json_schema == self._card.input_params
-        )
+        if self._validator is None:
+            if self._schema is not None and self._schema.json_schema == self._card.input_params:
+                self._validator = self._schema.validator
+            else:
+                return super().validator
+        return self._validator
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the underlying function directly, bypassing validation and callbacks."""
@@ -159,6 +156,11 @@ class LocalFunction(Tool):
 
     def supports_invoke(self) -> bool:
         return not self._is_generator
+
+    @property
+    def is_async(self) -> bool:
+        """Whether the function is a coroutine function (or an async generator function)."""
+        return self._is_async or inspect.isasyncgenfunction(self.func)
 
     def _not_supported(self, what: str) -> ToolNotSupportedError:
         if what == "invoke" and self._is_generator:
