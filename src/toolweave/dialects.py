@@ -88,6 +88,12 @@ class _NotStrict(Exception):
         super().__init__(f"{where or '(root)'}: {why}")
 
 
+def _hit(card: ToolCard, key: tuple[Any, ...]) -> Any:
+    # the hot path of every dialect call: one dict lookup on the card's private cache
+    private = card.__pydantic_private__
+    return private["_dialects"].get(key) if private is not None else None
+
+
 def _cached(card: ToolCard, key: tuple[Any, ...], build: Any) -> Any:
     cache = card.dialect_cache()
     value = cache.get(key)
@@ -234,6 +240,9 @@ def _resolve_strict(
 
 def openai_tool(card: ToolCard, strict: bool | None = None) -> dict[str, Any]:
     """The Chat Completions `tools[]` entry for `card` (see the module docstring)."""
+    hit = _hit(card, ("openai", strict))
+    if hit is not None:
+        return hit  # type: ignore[no-any-return]
 
     def build() -> dict[str, Any]:
         is_strict, params = _resolve_strict(card, strict, "OpenAI")
@@ -250,6 +259,9 @@ def openai_tool(card: ToolCard, strict: bool | None = None) -> dict[str, Any]:
 
 def openai_responses_tool(card: ToolCard, strict: bool | None = None) -> dict[str, Any]:
     """The Responses API `tools[]` entry for `card` (flat, `strict` always present)."""
+    hit = _hit(card, ("responses", strict))
+    if hit is not None:
+        return hit  # type: ignore[no-any-return]
 
     def build() -> dict[str, Any]:
         is_strict, params = _resolve_strict(card, strict, "OpenAI")
@@ -297,6 +309,9 @@ def to_anthropic_strict(schema: Mapping[str, Any]) -> dict[str, Any]:
 
 def anthropic_tool(card: ToolCard, strict: bool | None = None) -> dict[str, Any]:
     """The Messages API `tools[]` entry for `card` (see the module docstring)."""
+    hit = _hit(card, ("anthropic", strict))
+    if hit is not None:
+        return hit  # type: ignore[no-any-return]
 
     def build() -> dict[str, Any]:
         want = strict if strict is not None else card.strict
@@ -467,6 +482,9 @@ def gemini_function_declaration(
     card: ToolCard, mode: Literal["openapi", "json_schema"] = "openapi"
 ) -> dict[str, Any]:
     """The `functionDeclarations[]` entry for `card` (see the module docstring)."""
+    hit = _hit(card, ("gemini", mode))
+    if hit is not None:
+        return hit  # type: ignore[no-any-return]
     if mode not in ("openapi", "json_schema"):
         raise ValueError(f"mode must be 'openapi' or 'json_schema', got {mode!r}")
 

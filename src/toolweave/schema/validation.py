@@ -77,9 +77,11 @@ def format_errors(
     return "\n".join(lines)
 
 
-def _pydantic_errors(e: pydantic.ValidationError) -> list[dict[str, Any]]:
+def _pydantic_errors(
+    e: pydantic.ValidationError, raw: list[Any] | None = None
+) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for err in e.errors(include_url=False, include_context=False):
+    for err in raw if raw is not None else e.errors(include_url=False, include_context=False):
         item: dict[str, Any] = {"loc": err["loc"], "msg": err["msg"], "type": err["type"]}
         if err["type"] == "missing":
             item["msg"] = "missing required argument"
@@ -136,8 +138,10 @@ class ModelArgumentsValidator:
             out.update(extra)
         return out
 
-    def _fail(self, e: pydantic.ValidationError) -> ToolArgumentsError:
-        errors = _pydantic_errors(e)
+    def _fail(
+        self, e: pydantic.ValidationError, raw: list[Any] | None = None
+    ) -> ToolArgumentsError:
+        errors = _pydantic_errors(e, raw)
         return ToolArgumentsError(
             format_errors(self.tool_name, errors, self.expected),
             tool_name=self.tool_name,
@@ -160,7 +164,7 @@ class ModelArgumentsValidator:
                 for err in errs
             )
             if not retry:
-                raise self._fail(e) from None
+                raise self._fail(e, errs) from None
         return self.validate_python(parse_arguments(raw, tool_name=self.tool_name))
 
     def validate_python(self, data: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,1 @@
+"""toolweave benchmarks (`python -m benchmarks`)."""
