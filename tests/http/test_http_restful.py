@@ -582,3 +582,16 @@ async def test_executor_timeout_result(make_tool: MakeTool) -> None:
     )
     assert result.is_error
     assert "0.2" in result.text
+
+
+def test_through_sync_executor(make_tool: MakeTool) -> None:
+    tool = make_tool(
+        "/echo/sync-exec/{id}", properties={"id": {"type": "integer", "location": "path"}}
+    )
+    try:
+        text = DefaultToolExecutor(tool).execute(
+            ToolExecutionRequest(id="c4", name=tool.name, arguments='{"id": 9}')
+        )
+        assert "/echo/sync-exec/9" in text
+    finally:
+        tool.close()
