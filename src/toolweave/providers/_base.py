@@ -1,0 +1,211 @@
+"""`HttpChatModel`: what the three providers share (transport, parameters, sync and async
+faces, streaming plumbing)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator, Mapping
+from types import TracebackType
+from typing import Any, Protocol, Self
+
+import httpx2
+
+from ..chat.events import StreamEvent
+from ..chat.model import BaseChatModel
+from ..chat.request import ChatRequest, ChatRequestParameters
+from ..chat.response import ChatResponse
+from ..errors import UnsupportedOptionError
+from ._http import DEFAULT_MAX_RETRIES, HttpTransport
+from ._sse import SSEEvent
+
+__all__ = ["HttpChatModel", "StreamParser", "compact_json", "merge_custom"]
+
+
+class StreamParser(Protocol):
+    """Turns the SSE events of one response into stream events."""
+
+    def feed(self, event: SSEEvent) -> list[StreamEvent]:
+        """Consume one SSE event."""
+        ...
+
+    def finish(self) -> list[StreamEvent]:
+        """The stream ended: the remaining events, ending with `ResponseCompleted` (raises
+        `ProviderError` when the stream was truncated)."""
+        ...
+
+
+def merge_custom(body: dict[str, Any], custom: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge `custom` into `body` last: dicts merge recursively, other values replace, and a
+    `None` value removes the key."""
+    for key, value in custom.items():
+        if value is None:
+            body.pop(key, None)
+        elif isinstance(value, Mapping) and isinstance(body.get(key), dict):
+            body[key] = merge_custom(dict(body[key]), value)
+        else:
+            body[key] = value
+    return body
+
+
+def compact_json(value: Any) -> str:
+    """JSON text without spaces, non-ASCII kept."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class HttpChatModel(BaseChatModel):
+    """Base of the HTTP providers: builds a body, sends it, parses the answer.
+
+    The sync methods use a sync HTTP client directly (no event loop involved); the async
+    methods use the async client. Options the provider cannot honour raise
+    `UnsupportedOptionError` when the request is prepared, before anything is sent.
+    """
+
+    provider = "http"
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        api_key: str | None,
+        base_url: str,
+        headers: Mapping[str, str],
+        timeout: float | httpx2.Timeout | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        default_parameters: ChatRequestParameters | None = None,
+        http_client: httpx2.Client | None = None,
+        async_http_client: httpx2.AsyncClient | None = None,
+    ) -> None:
+        if not model:
+            raise ValueError(f"{type(self).__name__} needs a model name")
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.default_parameters = default_parameters or ChatRequestParameters()
+        self._api_key = api_key
+        self._http = HttpTransport(
+            provider=self.provider,
+            headers=headers,
+            secrets=(api_key,) if api_key else (),
+            timeout=timeout,
+            max_retries=max_retries,
+            http_client=http_client,
+            async_http_client=async_http_client,
+            error_hook=self._error_class,
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+
+    # lifecycle ----------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the sync HTTP client."""
+        self._http.close()
+
+    async def aclose(self) -> None:
+        """Close the HTTP clients."""
+        await self._http.aclose()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # provider hooks -----------------------------------------------------------------------
+    def _url(self, model: str, stream: bool) -> str:
+        raise NotImplementedError
+
+    def _body(
+        self, request: ChatRequest, params: ChatRequestParameters, model: str, stream: bool
+    ) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _parse(self, data: Any) -> ChatResponse:
+        raise NotImplementedError
+
+    def _parser(self) -> StreamParser:
+        raise NotImplementedError
+
+    def _error_class(self, status: int, body: str) -> Any:
+        return None
+
+    def unsupported(self, option: str, reason: str = "") -> UnsupportedOptionError:
+        """The error for an option this provider cannot honour."""
+        return UnsupportedOptionError(self.provider, option, reason)
+
+    # building -----------------------------------------------------------------------------
+    def build_request_body(self, request: ChatRequest, *, stream: bool = False) -> dict[str, Any]:
+        """The JSON body that would be sent for `request` (custom parameters merged last)."""
+        params = self.default_parameters.override(request.parameters)
+        model = params.model or self.model
+        if params.response_format is not None:
+            raise self.unsupported(
+                "response_format", "structured output is not mapped by this provider yet"
+            )
+        body = self._body(request, params, model, stream)
+        if params.custom_parameters:
+            merge_custom(body, params.custom_parameters)
+        return body
+
+    def _prepare(self, request: ChatRequest, stream: bool) -> tuple[str, dict[str, Any]]:
+        body = self.build_request_body(request, stream=stream)
+        model = str(
+            body.get("model")
+            or self.default_parameters.override(request.parameters).model
+            or self.model
+        )
+        return self._url(model, stream), body
+
+    # the four faces -----------------------------------------------------------------------
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        """Send `request` and return the full response (sync HTTP client)."""
+        url, body = self._prepare(request, False)
+        return self._parse(self._http.post_json(url, body))
+
+    async def achat(self, request: ChatRequest) -> ChatResponse:
+        """Send `request` and return the full response (async HTTP client)."""
+        url, body = self._prepare(request, False)
+        return self._parse(await self._http.apost_json(url, body))
+
+    def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
+        """Send `request` with streaming; yield events as they arrive (sync)."""
+        url, body = self._prepare(request, True)
+        return self._stream(url, body)
+
+    def _stream(self, url: str, body: dict[str, Any]) -> Iterator[StreamEvent]:
+        parser = self._parser()
+        for sse in self._http.stream_events(url, body):
+            yield from parser.feed(sse)
+        yield from parser.finish()
+
+    def astream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """Send `request` with streaming; yield events as they arrive (async)."""
+        url, body = self._prepare(request, True)
+        return self._astream(url, body)
+
+    async def _astream(self, url: str, body: dict[str, Any]) -> AsyncIterator[StreamEvent]:
+        parser = self._parser()
+        events = self._http.astream_events(url, body)
+        try:
+            async for sse in events:
+                for event in parser.feed(sse):
+                    yield event
+        finally:
+            await events.aclose()  # type: ignore[attr-defined]
+        for event in parser.finish():
+            yield event

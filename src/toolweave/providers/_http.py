@@ -1,0 +1,487 @@
+"""The HTTP layer shared by the providers: clients, retries, typed errors, redaction.
+
+Rules (they follow the official OpenAI/Anthropic SDKs; see docs/providers.md):
+
+- one `httpx2.Client` and one `httpx2.AsyncClient` per model object, created on first use,
+  reused, closed by `close()` / `aclose()`; the async client is re-created when used from a
+  different event loop (a pooled connection cannot outlive its loop);
+- timeouts: 600 s per read/write/pool phase, 5 s to connect (`httpx2.Timeout(600, connect=5)`);
+- retries: connection errors and timeouts, and HTTP 408, 409, 429 and 5xx, at most
+  `max_retries` times (default 2). The server may force or veto a retry with
+  `x-should-retry: true|false`. The delay honours `retry-after-ms` / `retry-after` (seconds or
+  an HTTP date) when it is in (0, 60] s; a longer server-directed wait is not retried at all
+  (the error is raised with `retry_after` set); otherwise exponential backoff
+  `min(0.5 * 2**n, 8) * (1 - 0.25 * random())`;
+- a stream is retried only until its response status is known; once events are flowing, a
+  failure raises `ProviderError` and is never retried;
+- errors: 401/403 → `AuthenticationError`, 429 → `RateLimitError`, any other status →
+  `ProviderError`, each with `status`, `retry_after` and a redacted body excerpt;
+  connection failures → `ProviderError(status=None)` with the transport error as `__cause__`;
+- secrets (the API key, `Authorization`, `x-api-key`, `x-goog-api-key`, `key=` query
+  parameters, bearer tokens) never appear in an error message, body excerpt, repr or log line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import math
+import random
+import re
+import time
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from typing import Any
+
+import httpx2
+
+from ..errors import AuthenticationError, ErrorCode, ProviderError, RateLimitError
+from ._sse import SSEDecoder, SSEEvent
+
+__all__ = [
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_TIMEOUT",
+    "HttpTransport",
+    "parse_retry_after",
+    "redact",
+]
+
+logger = logging.getLogger("toolweave.providers")
+
+DEFAULT_TIMEOUT = httpx2.Timeout(600.0, connect=5.0)
+"""Per-phase timeouts, as in the official SDKs: 5 s to connect, 600 s per read/write/pool."""
+DEFAULT_MAX_RETRIES = 2
+INITIAL_RETRY_DELAY = 0.5
+MAX_RETRY_DELAY = 8.0
+MAX_RETRY_AFTER = 60.0
+BODY_EXCERPT_CHARS = 2000
+MESSAGE_EXCERPT_CHARS = 300
+DEFAULT_LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
+
+_SECRET_PATTERNS = (
+    (re.compile(r"(?i)([?&;]key=)[^&\s\"'#]+"), r"\1***"),
+    (re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+"), r"\1***"),
+    (
+        re.compile(
+            r"(?i)((?:x-api-key|x-goog-api-key|api-key|authorization)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]+"
+        ),
+        r"\1***",
+    ),
+    (re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"), "sk-***"),
+    (re.compile(r"\bAIza[0-9A-Za-z_-]{20,}"), "AIza***"),
+)
+
+_RETRYABLE_EXCEPTIONS = (httpx2.TransportError,)
+
+
+def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
+    """`text` with the given secrets and anything that looks like a credential masked."""
+    for secret in secrets:
+        if secret and len(secret) >= 4 and secret in text:
+            text = text.replace(secret, "***")
+    for pattern, replacement in _SECRET_PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """Seconds the server asks us to wait: `retry-after-ms`, then `retry-after` as seconds,
+    then as an HTTP date. None when absent or unusable (zero, negative, nan, inf, garbage)."""
+    value: float | None = None
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            value = float(raw_ms) / 1000.0
+        except ValueError:
+            value = None
+    if value is None:
+        raw = headers.get("retry-after")
+        if raw is not None:
+            try:
+                value = float(raw)
+            except ValueError:
+                try:
+                    parsed = email.utils.parsedate_tz(raw)
+                    if parsed is not None:
+                        value = email.utils.mktime_tz(parsed) - (
+                            time.time() if now is None else now
+                        )
+                except (TypeError, ValueError, OverflowError, OSError):
+                    value = None
+    if value is None or math.isnan(value) or math.isinf(value) or value <= 0:
+        return None
+    return value
+
+
+def _backoff(retries_taken: int) -> float:
+    n = min(retries_taken, 1000)
+    return min(INITIAL_RETRY_DELAY * 2.0**n, MAX_RETRY_DELAY) * (1 - 0.25 * random.random())
+
+
+def _should_retry_status(response: httpx2.Response) -> bool:
+    forced = response.headers.get("x-should-retry")
+    if forced == "true":
+        return True
+    if forced == "false":
+        return False
+    status = response.status_code
+    return status in (408, 409, 429) or status >= 500
+
+
+class _Retry(Exception):
+    """Internal: the attempt failed and may be retried after `delay` seconds."""
+
+    def __init__(self, delay: float, error: ProviderError) -> None:
+        super().__init__()
+        self.delay = delay
+        self.error = error
+
+
+class HttpTransport:
+    """Sends JSON requests for one model object with retries, typed errors and redaction.
+
+    `sleep` / `asleep` are the waiting functions (replaceable in tests).
+    """
+
+    def __init__(
+        self,
+        *,
+        provider: str,
+        headers: Mapping[str, str],
+        secrets: tuple[str, ...],
+        timeout: float | httpx2.Timeout | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        http_client: httpx2.Client | None = None,
+        async_http_client: httpx2.AsyncClient | None = None,
+        error_hook: Callable[[int, str], type[ProviderError] | None] | None = None,
+    ) -> None:
+        if max_retries is None or not isinstance(max_retries, int) or max_retries < 0:
+            raise TypeError(
+                f"max_retries must be a non-negative int (0 disables retries), got {max_retries!r}"
+            )
+        self.provider = provider
+        self._headers = dict(headers)
+        self._secrets = tuple(s for s in secrets if s)
+        if timeout is None:
+            self.timeout = DEFAULT_TIMEOUT
+        elif isinstance(timeout, httpx2.Timeout):
+            self.timeout = timeout
+        else:
+            self.timeout = httpx2.Timeout(timeout)
+        self.max_retries = max_retries
+        self._client = http_client
+        self._owns_client = http_client is None
+        self._aclient = async_http_client
+        self._owns_aclient = async_http_client is None
+        self._aclient_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        self._error_hook = error_hook
+        self.sleep: Callable[[float], None] = time.sleep
+        self.asleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+
+    def __repr__(self) -> str:
+        return f"HttpTransport(provider={self.provider!r}, max_retries={self.max_retries})"
+
+    # clients ------------------------------------------------------------------------------
+    @property
+    def client(self) -> httpx2.Client:
+        """The sync client (created on first use)."""
+        if self._client is None:
+            self._client = httpx2.Client(
+                timeout=self.timeout, limits=DEFAULT_LIMITS, follow_redirects=False
+            )
+        return self._client
+
+    @property
+    def aclient(self) -> httpx2.AsyncClient:
+        """The async client for the running event loop (created on first use)."""
+        if self._aclient is not None and self._owns_aclient:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                loop = None
+            bound = self._aclient_loop() if self._aclient_loop is not None else None
+            if loop is not None and bound is not loop:
+                # Created on another (maybe closed) loop: its pooled connections are unusable.
+                self._aclient = None
+        if self._aclient is None:
+            self._aclient = httpx2.AsyncClient(
+                timeout=self.timeout, limits=DEFAULT_LIMITS, follow_redirects=False
+            )
+            try:
+                self._aclient_loop = weakref.ref(asyncio.get_running_loop())
+            except RuntimeError:
+                self._aclient_loop = None
+        return self._aclient
+
+    def close(self) -> None:
+        """Close the sync client (if we created it)."""
+        if self._client is not None and self._owns_client:
+            self._client.close()
+            self._client = None
+
+    async def aclose(self) -> None:
+        """Close both clients (those we created)."""
+        if self._aclient is not None and self._owns_aclient:
+            client, self._aclient = self._aclient, None
+            bound = self._aclient_loop() if self._aclient_loop is not None else None
+            if bound is asyncio.get_running_loop():
+                await client.aclose()
+        self.close()
+
+    # errors -------------------------------------------------------------------------------
+    def redact(self, text: str) -> str:
+        """`text` with this transport's secrets masked."""
+        return redact(text, self._secrets)
+
+    def status_error(
+        self, status: int, body: bytes | str, headers: Mapping[str, str]
+    ) -> ProviderError:
+        """The typed error for an HTTP error response (body redacted and cut)."""
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+        excerpt = self.redact(text[: BODY_EXCERPT_CHARS * 2])[:BODY_EXCERPT_CHARS]
+        detail = _error_message(text)
+        detail = self.redact(detail)[:MESSAGE_EXCERPT_CHARS] if detail else ""
+        retry_after = parse_retry_after(headers)
+        cls: type[ProviderError] | None = None
+        if self._error_hook is not None:
+            cls = self._error_hook(status, text)
+        if cls is None:
+            if status in (401, 403):
+                cls = AuthenticationError
+            elif status == 429:
+                cls = RateLimitError
+            else:
+                cls = ProviderError
+        message = f"{self.provider} API error: HTTP {status}"
+        if detail:
+            message += f": {detail}"
+        return cls(
+            message, provider=self.provider, status=status, body=excerpt, retry_after=retry_after
+        )
+
+    def stream_error(self, payload: Any, status: int | None = 200) -> ProviderError:
+        """The error for an `error` event received inside a successful stream."""
+        text = json.dumps(payload, ensure_ascii=False) if not isinstance(payload, str) else payload
+        detail = self.redact(_error_message(text) or text)[:MESSAGE_EXCERPT_CHARS]
+        return ProviderError(
+            f"{self.provider} stream error: {detail}",
+            provider=self.provider,
+            status=status,
+            body=self.redact(text)[:BODY_EXCERPT_CHARS],
+        )
+
+    def protocol_error(self, message: str) -> ProviderError:
+        """An invalid or truncated response."""
+        return ProviderError(
+            f"{self.provider}: {self.redact(message)}",
+            provider=self.provider,
+            code=ErrorCode.PROVIDER_RESPONSE_INVALID,
+        )
+
+    def _connection_error(self, exc: BaseException, during_stream: bool = False) -> ProviderError:
+        kind = "timed out" if isinstance(exc, httpx2.TimeoutException) else "connection error"
+        where = " during the stream (not retried)" if during_stream else ""
+        return ProviderError(
+            f"{self.provider} API {kind}{where}: {type(exc).__name__}", provider=self.provider
+        )
+
+    # request building ---------------------------------------------------------------------
+    def _request(
+        self,
+        client: httpx2.Client | httpx2.AsyncClient,
+        url: str,
+        body: Any,
+        extra: Mapping[str, str] | None,
+        attempt: int,
+    ) -> httpx2.Request:
+        content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        headers = {**self._headers, "content-type": "application/json"}
+        if extra:
+            headers.update(extra)
+        if attempt:
+            headers["x-toolweave-retry-count"] = str(attempt)
+        return client.build_request("POST", url, content=content, headers=headers)
+
+    def _check(self, response: httpx2.Response, body: bytes, attempt: int) -> None:
+        """Raise `_Retry` or the typed error for a non-2xx response."""
+        status = response.status_code
+        if status < 400 and not (300 <= status < 400):
+            return
+        error = self.status_error(status, body, response.headers)
+        logger.debug("%s request failed: status=%s attempt=%d", self.provider, status, attempt + 1)
+        if attempt < self.max_retries and _should_retry_status(response):
+            retry_after = error.retry_after
+            if retry_after is not None and retry_after > MAX_RETRY_AFTER:
+                raise error
+            raise _Retry(retry_after if retry_after is not None else _backoff(attempt), error)
+        raise error
+
+    def _transport_failure(self, exc: Exception, attempt: int) -> _Retry:
+        error = self._connection_error(exc)
+        error.__cause__ = exc
+        logger.debug(
+            "%s request failed: error=%s attempt=%d", self.provider, type(exc).__name__, attempt + 1
+        )
+        if attempt < self.max_retries:
+            return _Retry(_backoff(attempt), error)
+        raise error from exc
+
+    # sync ---------------------------------------------------------------------------------
+    def post_json(self, url: str, body: Any, headers: Mapping[str, str] | None = None) -> Any:
+        """POST `body` as JSON and return the decoded JSON answer (with retries)."""
+        attempt = 0
+        while True:
+            try:
+                try:
+                    response = self.client.send(
+                        self._request(self.client, url, body, headers, attempt)
+                    )
+                except _RETRYABLE_EXCEPTIONS as e:
+                    raise self._transport_failure(e, attempt) from e
+                self._check(response, response.content, attempt)
+            except _Retry as r:
+                self.sleep(r.delay)
+                attempt += 1
+                continue
+            logger.debug(
+                "%s request ok: status=%s attempts=%d",
+                self.provider,
+                response.status_code,
+                attempt + 1,
+            )
+            return self._decode(response.content)
+
+    def stream_events(
+        self, url: str, body: Any, headers: Mapping[str, str] | None = None
+    ) -> Iterator[SSEEvent]:
+        """POST `body` and yield the SSE events of the answer (retried only before the
+        first event)."""
+        attempt = 0
+        while True:
+            try:
+                try:
+                    response = self.client.send(
+                        self._request(self.client, url, body, headers, attempt), stream=True
+                    )
+                except _RETRYABLE_EXCEPTIONS as e:
+                    raise self._transport_failure(e, attempt) from e
+                if response.status_code >= 300:
+                    try:
+                        content = response.read()
+                    except _RETRYABLE_EXCEPTIONS:
+                        content = b""
+                    finally:
+                        response.close()
+                    self._check(response, content, attempt)
+            except _Retry as r:
+                self.sleep(r.delay)
+                attempt += 1
+                continue
+            break
+        try:
+            decoder = SSEDecoder()
+            try:
+                for chunk in response.iter_bytes():
+                    yield from decoder.feed(chunk)
+                yield from decoder.flush()
+            except _RETRYABLE_EXCEPTIONS as e:
+                raise self._connection_error(e, during_stream=True) from e
+        finally:
+            response.close()
+
+    # async --------------------------------------------------------------------------------
+    async def apost_json(
+        self, url: str, body: Any, headers: Mapping[str, str] | None = None
+    ) -> Any:
+        """Async `post_json`."""
+        attempt = 0
+        while True:
+            try:
+                client = self.aclient
+                try:
+                    response = await client.send(self._request(client, url, body, headers, attempt))
+                except _RETRYABLE_EXCEPTIONS as e:
+                    raise self._transport_failure(e, attempt) from e
+                self._check(response, response.content, attempt)
+            except _Retry as r:
+                await self.asleep(r.delay)
+                attempt += 1
+                continue
+            logger.debug(
+                "%s request ok: status=%s attempts=%d",
+                self.provider,
+                response.status_code,
+                attempt + 1,
+            )
+            return self._decode(response.content)
+
+    async def astream_events(
+        self, url: str, body: Any, headers: Mapping[str, str] | None = None
+    ) -> AsyncIterator[SSEEvent]:
+        """Async `stream_events`."""
+        attempt = 0
+        while True:
+            try:
+                client = self.aclient
+                try:
+                    response = await client.send(
+                        self._request(client, url, body, headers, attempt), stream=True
+                    )
+                except _RETRYABLE_EXCEPTIONS as e:
+                    raise self._transport_failure(e, attempt) from e
+                if response.status_code >= 300:
+                    try:
+                        content = await response.aread()
+                    except _RETRYABLE_EXCEPTIONS:
+                        content = b""
+                    finally:
+                        await response.aclose()
+                    self._check(response, content, attempt)
+            except _Retry as r:
+                await self.asleep(r.delay)
+                attempt += 1
+                continue
+            break
+        try:
+            decoder = SSEDecoder()
+            try:
+                async for chunk in response.aiter_bytes():
+                    for event in decoder.feed(chunk):
+                        yield event
+                for event in decoder.flush():
+                    yield event
+            except _RETRYABLE_EXCEPTIONS as e:
+                raise self._connection_error(e, during_stream=True) from e
+        finally:
+            await response.aclose()
+
+    def _decode(self, content: bytes) -> Any:
+        try:
+            return json.loads(content)
+        except ValueError:
+            raise self.protocol_error(
+                f"the response is not JSON: {content[:200].decode('utf-8', 'replace')!r}"
+            ) from None
+
+
+def _error_message(text: str) -> str:
+    """The human message inside a JSON error body (`error.message`, `message`), else the
+    start of the text."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return " ".join(text.split())[:MESSAGE_EXCERPT_CHARS]
+    if isinstance(data, list) and data:
+        data = data[0]
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict):
+            msg = err.get("message")
+            if isinstance(msg, str) and msg:
+                kind = err.get("type") or err.get("status") or err.get("code")
+                return f"{msg} ({kind})" if isinstance(kind, str) and kind else msg
+        elif isinstance(err, str):
+            return err
+    return " ".join(text.split())[:MESSAGE_EXCERPT_CHARS]

@@ -1,0 +1,115 @@
+"""An incremental Server-Sent Events parser, robust to arbitrary chunking.
+
+Feed it bytes as they arrive (`feed`), then `flush()` at the end of the stream. Lines may end
+in LF, CRLF or CR (a CR at the end of one chunk followed by LF at the start of the next counts
+once); UTF-8 sequences may be split anywhere; `data:` lines accumulate (joined with LF);
+comment lines (`:`) are ignored; a blank line dispatches the event. The `[DONE]` sentinel of
+OpenAI-style streams is an ordinary event whose `data` is `"[DONE]"` (see `SSEEvent.is_done`).
+"""
+
+from __future__ import annotations
+
+import codecs
+from dataclasses import dataclass
+
+__all__ = ["SSEDecoder", "SSEEvent"]
+
+
+@dataclass(frozen=True, slots=True)
+class SSEEvent:
+    """One dispatched event: `event` (None when no `event:` field), `data`, `id`, `retry`."""
+
+    data: str
+    event: str | None = None
+    id: str | None = None
+    retry: int | None = None
+
+    @property
+    def is_done(self) -> bool:
+        """Whether this is the OpenAI-style `[DONE]` terminator."""
+        return self.data.strip() == "[DONE]"
+
+
+class SSEDecoder:
+    """Bytes (or str) in, `SSEEvent`s out; keeps partial lines between calls."""
+
+    __slots__ = ("_data", "_decoder", "_event", "_id", "_pending", "_retry", "_skip_lf", "_started")
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._pending = ""
+        self._skip_lf = False
+        self._data: list[str] = []
+        self._event: str | None = None
+        self._id: str | None = None
+        self._retry: int | None = None
+        self._started = False
+
+    def feed(self, chunk: bytes | str) -> list[SSEEvent]:
+        """Consume a chunk; return the events it completes (possibly none)."""
+        text = self._decoder.decode(chunk) if isinstance(chunk, bytes) else chunk
+        if not self._started and text:
+            self._started = True
+            if text.startswith("\ufeff"):
+                text = text[1:]
+        if self._skip_lf and text:
+            # The previous chunk ended with CR: an LF here completes that CRLF.
+            if text.startswith("\n"):
+                text = text[1:]
+            self._skip_lf = False
+        if not text:
+            return []
+        self._skip_lf = text.endswith("\r")
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        if "\n" not in text:
+            self._pending += text
+            return []
+        lines = (self._pending + text).split("\n")
+        self._pending = lines.pop()
+        events: list[SSEEvent] = []
+        for line in lines:
+            self._line(line, events)
+        return events
+
+    def flush(self) -> list[SSEEvent]:
+        """End of stream: process any partial line and dispatch a pending event."""
+        events: list[SSEEvent] = []
+        rest = self._decoder.decode(b"", final=True)
+        if rest:
+            events.extend(self.feed(rest))
+        if self._pending:
+            self._line(self._pending, events)
+            self._pending = ""
+        self._line("", events)
+        return events
+
+    def _line(self, line: str, events: list[SSEEvent]) -> None:
+        if not line:
+            if self._data or self._event is not None:
+                events.append(
+                    SSEEvent(
+                        data="\n".join(self._data),
+                        event=self._event,
+                        id=self._id,
+                        retry=self._retry,
+                    )
+                )
+            self._data = []
+            self._event = None
+            self._retry = None
+            return
+        if line[0] == ":":
+            return
+        field, sep, value = line.partition(":")
+        if sep and value.startswith(" "):
+            value = value[1:]
+        if field == "data":
+            self._data.append(value)
+        elif field == "event":
+            self._event = value
+        elif field == "id":
+            if "\0" not in value:
+                self._id = value
+        elif field == "retry" and value.isdigit():
+            self._retry = int(value)

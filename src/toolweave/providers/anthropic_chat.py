@@ -1,0 +1,540 @@
+"""`AnthropicChatModel`: the Anthropic Messages API."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import httpx2
+
+from ..chat.events import (
+    CompleteToolCall,
+    PartialToolCall,
+    ReasoningDelta,
+    ResponseCompleted,
+    StreamEvent,
+    TextDelta,
+)
+from ..chat.messages import AiMessage, SystemMessage, ToolExecutionResultMessage, UserMessage
+from ..chat.request import ChatRequest, ChatRequestParameters, ToolChoice
+from ..chat.response import ChatResponse, FinishReason, TokenUsage
+from ..dialects import anthropic_tool
+from ..execution.content import ContentPart, FileContent, ImageContent, TextContent
+from ..execution.requests import ToolExecutionRequest
+from ._base import HttpChatModel, compact_json
+from ._http import DEFAULT_MAX_RETRIES, HttpTransport
+from ._sse import SSEEvent
+
+__all__ = ["AnthropicChatModel", "AnthropicStreamParser"]
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+ANTHROPIC_VERSION = "2023-06-01"
+PROVIDER = "anthropic"
+
+_FINISH = {
+    "end_turn": FinishReason.STOP,
+    "stop_sequence": FinishReason.STOP,
+    "tool_use": FinishReason.TOOL_EXECUTION,
+    "max_tokens": FinishReason.LENGTH,
+    "model_context_window_exceeded": FinishReason.LENGTH,
+    "refusal": FinishReason.CONTENT_FILTER,
+}
+_THINKING_TYPES = ("thinking", "redacted_thinking")
+
+
+def _finish_reason(raw: str | None) -> FinishReason | None:
+    return None if raw is None else _FINISH.get(raw, FinishReason.OTHER)
+
+
+def _usage(raw: Mapping[str, Any] | None) -> TokenUsage | None:
+    if not raw:
+        return None
+    inputs = [
+        raw.get(k)
+        for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    ]
+    known = [v for v in inputs if isinstance(v, int)]
+    input_tokens = sum(known) if known else None
+    output_tokens = raw.get("output_tokens")
+    total = None
+    if input_tokens is not None or output_tokens is not None:
+        total = (input_tokens or 0) + (output_tokens or 0)
+    return TokenUsage(input_tokens=input_tokens, output_tokens=output_tokens, total_tokens=total)
+
+
+def _keep_block(block: Mapping[str, Any]) -> dict[str, Any]:
+    """The thinking block as it must be sent back (verbatim fields)."""
+    if block.get("type") == "thinking":
+        return {
+            "type": "thinking",
+            "thinking": block.get("thinking", ""),
+            "signature": block.get("signature", ""),
+        }
+    return {"type": "redacted_thinking", "data": block.get("data", "")}
+
+
+def _input_json(raw: Any) -> str:
+    if not raw:
+        return "{}"
+    return compact_json(raw)
+
+
+class _Block:
+    __slots__ = ("data", "kind", "parts", "tool_index")
+
+    def __init__(self, kind: str, data: dict[str, Any], tool_index: int | None) -> None:
+        self.kind = kind
+        self.data = data
+        self.parts: list[str] = []
+        self.tool_index = tool_index
+
+
+class AnthropicStreamParser:
+    """Turns Messages API stream events into stream events.
+
+    Tool calls get sequential indexes 0, 1, ... in order of their `content_block_start`,
+    independent of the content-block index; `input_json_delta` fragments are appended per
+    block; a tool call completes at its `content_block_stop` (empty input → `"{}"`).
+    Thinking blocks (text + signature, or redacted data) are kept for the next turn.
+    """
+
+    def __init__(self, transport: HttpTransport) -> None:
+        self._transport = transport
+        self._blocks: dict[int, _Block] = {}
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._thinking: list[dict[str, Any]] = []
+        self._requests: dict[int, ToolExecutionRequest] = {}
+        self._tool_count = 0
+        self._usage: dict[str, Any] = {}
+        self._stop_reason: str | None = None
+        self._stop_sequence: str | None = None
+        self._id: str | None = None
+        self._model: str | None = None
+        self._done = False
+
+    def feed(self, event: SSEEvent) -> list[StreamEvent]:
+        """Consume one SSE event."""
+        if not event.data.strip():
+            return []
+        try:
+            data = json.loads(event.data)
+        except ValueError:
+            raise self._transport.protocol_error(
+                f"a stream event is not JSON: {event.data[:200]!r}"
+            ) from None
+        kind = data.get("type") if isinstance(data, dict) else None
+        if event.event == "error" or kind == "error":
+            raise self._transport.stream_error(
+                data.get("error", data) if isinstance(data, dict) else data
+            )
+        if not isinstance(data, dict):
+            return []
+        events: list[StreamEvent] = []
+        if kind == "message_start":
+            message = data.get("message") or {}
+            self._id = message.get("id")
+            self._model = message.get("model")
+            self._usage.update(
+                {k: v for k, v in (message.get("usage") or {}).items() if v is not None}
+            )
+        elif kind == "content_block_start":
+            self._start(data.get("index", 0), data.get("content_block") or {}, events)
+        elif kind == "content_block_delta":
+            self._delta(data.get("index", 0), data.get("delta") or {}, events)
+        elif kind == "content_block_stop":
+            self._stop(data.get("index", 0), events)
+        elif kind == "message_delta":
+            delta = data.get("delta") or {}
+            if delta.get("stop_reason"):
+                self._stop_reason = delta["stop_reason"]
+            if delta.get("stop_sequence"):
+                self._stop_sequence = delta["stop_sequence"]
+            self._usage.update(
+                {k: v for k, v in (data.get("usage") or {}).items() if v is not None}
+            )
+        elif kind == "message_stop":
+            self._done = True
+        return events
+
+    def _start(self, index: int, block: dict[str, Any], events: list[StreamEvent]) -> None:
+        kind = block.get("type", "")
+        tool_index = None
+        if kind == "tool_use":
+            tool_index = self._tool_count
+            self._tool_count += 1
+            events.append(PartialToolCall(tool_index, block.get("id"), block.get("name"), ""))
+        buf = self._blocks[index] = _Block(kind, dict(block), tool_index)
+        if kind == "text" and block.get("text"):
+            buf.parts.append(block["text"])
+            self._text.append(block["text"])
+            events.append(TextDelta(block["text"]))
+        elif kind == "thinking" and block.get("thinking"):
+            buf.parts.append(block["thinking"])
+            self._reasoning.append(block["thinking"])
+            events.append(ReasoningDelta(block["thinking"]))
+
+    def _delta(self, index: int, delta: dict[str, Any], events: list[StreamEvent]) -> None:
+        buf = self._blocks.get(index)
+        if buf is None:
+            raise self._transport.protocol_error(f"a delta for unknown content block {index}")
+        kind = delta.get("type")
+        if kind == "text_delta":
+            text = delta.get("text") or ""
+            if text:
+                buf.parts.append(text)
+                self._text.append(text)
+                events.append(TextDelta(text))
+        elif kind == "input_json_delta":
+            piece = delta.get("partial_json") or ""
+            if piece and buf.tool_index is not None:
+                buf.parts.append(piece)
+                events.append(PartialToolCall(buf.tool_index, None, None, piece))
+        elif kind == "thinking_delta":
+            text = delta.get("thinking") or ""
+            if text:
+                buf.parts.append(text)
+                self._reasoning.append(text)
+                events.append(ReasoningDelta(text))
+        elif kind == "signature_delta":
+            buf.data["signature"] = buf.data.get("signature", "") + (delta.get("signature") or "")
+
+    def _stop(self, index: int, events: list[StreamEvent]) -> None:
+        buf = self._blocks.get(index)
+        if buf is None:
+            return
+        if buf.kind == "tool_use" and buf.tool_index is not None:
+            args = "".join(buf.parts)
+            if not args.strip():
+                # A proxy may put the whole input in content_block_start.
+                args = _input_json(buf.data.get("input"))
+            request = ToolExecutionRequest(
+                id=buf.data.get("id") or f"toolu_{buf.tool_index}",
+                name=buf.data.get("name") or "",
+                arguments=args,
+            )
+            self._requests[buf.tool_index] = request
+            events.append(CompleteToolCall(buf.tool_index, request))
+        elif buf.kind == "thinking":
+            buf.data["thinking"] = "".join(buf.parts)
+            self._thinking.append(_keep_block(buf.data))
+        elif buf.kind == "redacted_thinking":
+            self._thinking.append(_keep_block(buf.data))
+
+    def finish(self) -> list[StreamEvent]:
+        """Emit `ResponseCompleted` (raises when `message_stop` never came)."""
+        if not self._done:
+            raise self._transport.protocol_error(
+                "the stream ended before message_stop (truncated response)"
+            )
+        requests = [self._requests[i] for i in sorted(self._requests)]
+        attributes: dict[str, Any] = {}
+        if self._thinking:
+            attributes["anthropic"] = {"thinking": self._thinking}
+        message = AiMessage(
+            "".join(self._text) or None,
+            tool_execution_requests=requests,
+            reasoning="".join(self._reasoning) or None,
+            attributes=attributes,
+        )
+        metadata: dict[str, Any] = {"usage": dict(self._usage)}
+        if self._stop_reason:
+            metadata["stop_reason"] = self._stop_reason
+        if self._stop_sequence:
+            metadata["stop_sequence"] = self._stop_sequence
+        response = ChatResponse(
+            message,
+            finish_reason=_finish_reason(self._stop_reason),
+            usage=_usage(self._usage),
+            model=self._model,
+            id=self._id,
+            metadata=metadata,
+        )
+        return [ResponseCompleted(response)]
+
+
+class AnthropicChatModel(HttpChatModel):
+    """The Messages API (`POST {base_url}/v1/messages`).
+
+    `base_url` is the host root (default `https://api.anthropic.com`); the key defaults to
+    `ANTHROPIC_API_KEY` and is sent as `x-api-key`, with `anthropic-version: 2023-06-01`.
+    `max_tokens` (required by the API) applies when the request sets none. `strict_tools` is
+    the strict default for cards whose `strict` is None (None: not strict).
+    """
+
+    provider = PROVIDER
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_tokens: int = 1024,
+        strict_tools: bool | None = None,
+        anthropic_version: str = ANTHROPIC_VERSION,
+        beta: tuple[str, ...] | list[str] = (),
+        headers: Mapping[str, str] | None = None,
+        timeout: float | httpx2.Timeout | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        default_parameters: ChatRequestParameters | None = None,
+        http_client: httpx2.Client | None = None,
+        async_http_client: httpx2.AsyncClient | None = None,
+    ) -> None:
+        key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
+        all_headers: dict[str, str] = {
+            "accept": "application/json",
+            "anthropic-version": anthropic_version,
+        }
+        if key:
+            all_headers["x-api-key"] = key
+        if beta:
+            all_headers["anthropic-beta"] = ",".join(beta)
+        all_headers.update(headers or {})
+        super().__init__(
+            model=model,
+            api_key=key,
+            base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL,
+            headers=all_headers,
+            timeout=timeout,
+            max_retries=max_retries,
+            default_parameters=default_parameters,
+            http_client=http_client,
+            async_http_client=async_http_client,
+        )
+        self.max_tokens = max_tokens
+        self.strict_tools = strict_tools
+
+    def _url(self, model: str, stream: bool) -> str:
+        return f"{self.base_url}/v1/messages"
+
+    # request --------------------------------------------------------------------------------
+    def _body(
+        self, request: ChatRequest, params: ChatRequestParameters, model: str, stream: bool
+    ) -> dict[str, Any]:
+        system, messages = self._messages(request.messages)
+        body: dict[str, Any] = {
+            "model": model,
+            "max_tokens": params.max_tokens if params.max_tokens is not None else self.max_tokens,
+        }
+        if system:
+            body["system"] = system[0]["text"] if len(system) == 1 else system
+        body["messages"] = messages
+        if params.temperature is not None:
+            body["temperature"] = params.temperature
+        if params.top_p is not None:
+            body["top_p"] = params.top_p
+        if params.stop:
+            body["stop_sequences"] = list(params.stop)
+        tools = params.tools or ()
+        if tools:
+            body["tools"] = [
+                anthropic_tool(card, card.strict if card.strict is not None else self.strict_tools)
+                for card in tools
+            ]
+            choice = self._tool_choice(params.tool_choice, params.parallel_tool_calls, tools)
+            if choice is not None:
+                body["tool_choice"] = choice
+        elif params.tool_choice is not None and params.tool_choice.mode in ("required", "tool"):
+            raise self.unsupported(
+                "tool_choice", f"{params.tool_choice!r} needs tools in the request"
+            )
+        if stream:
+            body["stream"] = True
+        return body
+
+    def _tool_choice(
+        self, choice: ToolChoice | None, parallel: bool | None, tools: tuple[Any, ...]
+    ) -> dict[str, Any] | None:
+        out: dict[str, Any] | None
+        if choice is None:
+            out = None
+        elif choice.mode == "auto":
+            out = {"type": "auto"}
+        elif choice.mode == "required":
+            out = {"type": "any"}
+        elif choice.mode == "none":
+            return {"type": "none"}
+        else:
+            if not any(card.name == choice.name for card in tools):
+                raise self.unsupported(
+                    "tool_choice", f"no tool named {choice.name!r} in the request"
+                )
+            out = {"type": "tool", "name": choice.name}
+        if parallel is False:
+            out = out or {"type": "auto"}
+            out["disable_parallel_tool_use"] = True
+        return out
+
+    def _messages(self, messages: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        system: list[dict[str, Any]] = []
+        out: list[dict[str, Any]] = []
+        for message in messages:
+            if isinstance(message, SystemMessage):
+                system.append({"type": "text", "text": message.text})
+                continue
+            if isinstance(message, AiMessage):
+                content = self._assistant_blocks(message)
+                if content:
+                    out.append({"role": "assistant", "content": content})
+                continue
+            if isinstance(message, ToolExecutionResultMessage):
+                blocks = [self._tool_result(message)]
+            elif isinstance(message, UserMessage):
+                blocks = self._user_blocks(message)
+            else:
+                raise TypeError(f"not a chat message: {type(message).__name__}")
+            last = out[-1] if out else None
+            if (
+                last is not None
+                and last["role"] == "user"
+                and (isinstance(message, ToolExecutionResultMessage) or _has_tool_result(last))
+            ):
+                # Consecutive tool results (and text following them) share one user turn.
+                if isinstance(last["content"], str):
+                    last["content"] = [{"type": "text", "text": last["content"]}]
+                last["content"].extend(blocks)
+            elif isinstance(message, UserMessage) and not message.contents:
+                out.append({"role": "user", "content": message.text or ""})
+            else:
+                out.append({"role": "user", "content": blocks})
+        return system, out
+
+    def _assistant_blocks(self, message: AiMessage) -> list[dict[str, Any]]:
+        blocks: list[dict[str, Any]] = []
+        kept = (message.attributes.get("anthropic") or {}).get("thinking") or ()
+        blocks.extend(
+            dict(b) for b in kept if isinstance(b, Mapping) and b.get("type") in _THINKING_TYPES
+        )
+        if message.text:
+            blocks.append({"type": "text", "text": message.text})
+        for call in message.tool_execution_requests:
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": call.id,
+                    "name": call.name,
+                    "input": _parse_input(call.arguments),
+                }
+            )
+        return blocks
+
+    def _user_blocks(self, message: UserMessage) -> list[dict[str, Any]]:
+        blocks: list[dict[str, Any]] = []
+        if message.text:
+            blocks.append({"type": "text", "text": message.text})
+        blocks.extend(self._content(part, "user messages") for part in message.contents)
+        return blocks
+
+    def _tool_result(self, message: ToolExecutionResultMessage) -> dict[str, Any]:
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.id}
+        contents = message.contents or ()
+        if any(not isinstance(p, TextContent) for p in contents):
+            parts = [self._content(p, "tool results") for p in contents]
+            if message.text and not any(isinstance(p, TextContent) for p in contents):
+                parts.insert(0, {"type": "text", "text": message.text})
+            block["content"] = parts
+        else:
+            block["content"] = message.text
+        if message.is_error:
+            block["is_error"] = True
+        return block
+
+    def _content(self, part: ContentPart, where: str) -> dict[str, Any]:
+        if isinstance(part, TextContent):
+            return {"type": "text", "text": part.text}
+        if isinstance(part, ImageContent):
+            if part.url:
+                return {"type": "image", "source": {"type": "url", "url": part.url}}
+            return {
+                "type": "image",
+                "source": {"type": "base64", "media_type": part.mime_type, "data": part.data},
+            }
+        if isinstance(part, FileContent):
+            if part.mime_type == "application/pdf":
+                if part.url:
+                    return {"type": "document", "source": {"type": "url", "url": part.url}}
+                return {
+                    "type": "document",
+                    "source": {"type": "base64", "media_type": part.mime_type, "data": part.data},
+                }
+            raise self.unsupported(
+                f"file content of type {part.mime_type} in {where}",
+                "Anthropic documents must be PDF (or text)",
+            )
+        raise TypeError(f"unknown content part: {part!r}")
+
+    # response -------------------------------------------------------------------------------
+    def _parse(self, data: Any) -> ChatResponse:
+        if not isinstance(data, dict):
+            raise self._http.protocol_error("the response is not a JSON object")
+        if data.get("type") == "error":
+            raise self._http.stream_error(data.get("error", data))
+        text: list[str] = []
+        reasoning: list[str] = []
+        thinking: list[dict[str, Any]] = []
+        requests: list[ToolExecutionRequest] = []
+        for block in data.get("content") or ():
+            kind = block.get("type")
+            if kind == "text":
+                text.append(block.get("text") or "")
+            elif kind == "thinking":
+                reasoning.append(block.get("thinking") or "")
+                thinking.append(_keep_block(block))
+            elif kind == "redacted_thinking":
+                thinking.append(_keep_block(block))
+            elif kind == "tool_use":
+                requests.append(
+                    ToolExecutionRequest(
+                        id=block.get("id") or f"toolu_{len(requests)}",
+                        name=block.get("name") or "",
+                        arguments=_input_json(block.get("input")),
+                    )
+                )
+        attributes: dict[str, Any] = {"anthropic": {"thinking": thinking}} if thinking else {}
+        message = AiMessage(
+            "".join(text) or None,
+            tool_execution_requests=requests,
+            reasoning="".join(reasoning) or None,
+            attributes=attributes,
+        )
+        metadata: dict[str, Any] = {}
+        for key in ("usage", "stop_reason", "stop_sequence"):
+            if data.get(key) is not None:
+                metadata[key] = data[key]
+        return ChatResponse(
+            message,
+            finish_reason=_finish_reason(data.get("stop_reason")),
+            usage=_usage(data.get("usage")),
+            model=data.get("model"),
+            id=data.get("id"),
+            metadata=metadata,
+        )
+
+    def _parser(self) -> AnthropicStreamParser:
+        return AnthropicStreamParser(self._http)
+
+
+def _has_tool_result(message: Mapping[str, Any]) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(
+        isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content
+    )
+
+
+def _parse_input(arguments: str) -> dict[str, Any]:
+    """The `input` object of a `tool_use` block (blank or unparseable arguments → `{}`)."""
+    if not arguments or not arguments.strip():
+        return {}
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        try:
+            from ..schema.arguments import parse_arguments
+
+            value = parse_arguments(arguments)
+        except Exception:
+            return {}
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,442 @@
+"""`GeminiChatModel`: the Gemini API `generateContent` / `streamGenerateContent`."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import httpx2
+
+from ..chat.events import (
+    CompleteToolCall,
+    PartialToolCall,
+    ReasoningDelta,
+    ResponseCompleted,
+    StreamEvent,
+    TextDelta,
+)
+from ..chat.messages import AiMessage, SystemMessage, ToolExecutionResultMessage, UserMessage
+from ..chat.request import ChatRequest, ChatRequestParameters, ToolChoice
+from ..chat.response import ChatResponse, FinishReason, TokenUsage
+from ..dialects import gemini_function_declaration
+from ..errors import AuthenticationError, ProviderError
+from ..execution.content import ContentPart, FileContent, ImageContent, TextContent
+from ..execution.requests import ToolExecutionRequest
+from ._base import HttpChatModel, compact_json
+from ._http import DEFAULT_MAX_RETRIES, HttpTransport
+from ._sse import SSEEvent
+
+__all__ = ["GENERATED_ID_PREFIX", "GeminiChatModel", "GeminiStreamParser"]
+
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
+PROVIDER = "gemini"
+GENERATED_ID_PREFIX = "twgen_"
+"""Ids we make up for function calls that arrive without one; never sent to Gemini."""
+
+_FINISH = {
+    "STOP": FinishReason.STOP,
+    "MAX_TOKENS": FinishReason.LENGTH,
+    "SAFETY": FinishReason.CONTENT_FILTER,
+    "RECITATION": FinishReason.CONTENT_FILTER,
+    "BLOCKLIST": FinishReason.CONTENT_FILTER,
+    "PROHIBITED_CONTENT": FinishReason.CONTENT_FILTER,
+    "SPII": FinishReason.CONTENT_FILTER,
+    "IMAGE_SAFETY": FinishReason.CONTENT_FILTER,
+}
+
+
+def _finish_reason(raw: str | None, has_calls: bool) -> FinishReason | None:
+    if raw is None:
+        return None
+    reason = _FINISH.get(raw, FinishReason.OTHER)
+    if has_calls and reason is FinishReason.STOP:
+        return FinishReason.TOOL_EXECUTION
+    return reason
+
+
+def _usage(raw: Mapping[str, Any] | None) -> TokenUsage | None:
+    if not raw:
+        return None
+    prompt = raw.get("promptTokenCount")
+    tool_prompt = raw.get("toolUsePromptTokenCount")
+    candidates = raw.get("candidatesTokenCount")
+    thoughts = raw.get("thoughtsTokenCount")
+    input_tokens = (
+        None if prompt is None and tool_prompt is None else (prompt or 0) + (tool_prompt or 0)
+    )
+    output_tokens = (
+        None if candidates is None and thoughts is None else (candidates or 0) + (thoughts or 0)
+    )
+    return TokenUsage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        total_tokens=raw.get("totalTokenCount"),
+    )
+
+
+class GeminiStreamParser:
+    """Aggregates `GenerateContentResponse` chunks (one per SSE event, or a whole
+    non-streaming response) into stream events and a final response.
+
+    Text parts are merged (thought parts become reasoning); function calls arrive whole, so
+    each yields a `PartialToolCall` and a `CompleteToolCall` at once; calls without an id get
+    `twgen_<hex>_<n>` (stable for the response). The model's parts, with their
+    `thoughtSignature`s, are kept in `attributes["gemini"]["parts"]` to be sent back verbatim.
+    """
+
+    def __init__(self, transport: HttpTransport) -> None:
+        self._transport = transport
+        self._parts: list[dict[str, Any]] = []
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._requests: list[ToolExecutionRequest] = []
+        self._prefix = f"{GENERATED_ID_PREFIX}{uuid.uuid4().hex[:12]}_"
+        self._finish: str | None = None
+        self._block: str | None = None
+        self._usage: dict[str, Any] | None = None
+        self._id: str | None = None
+        self._model: str | None = None
+
+    def feed(self, event: SSEEvent) -> list[StreamEvent]:
+        """Consume one SSE event."""
+        if not event.data.strip():
+            return []
+        try:
+            data = json.loads(event.data)
+        except ValueError:
+            raise self._transport.protocol_error(
+                f"a stream chunk is not JSON: {event.data[:200]!r}"
+            ) from None
+        if isinstance(data, list):  # a JSON array stream (alt=json); accept it too
+            events: list[StreamEvent] = []
+            for item in data:
+                events.extend(self.feed_chunk(item))
+            return events
+        return self.feed_chunk(data)
+
+    def feed_chunk(self, data: Any) -> list[StreamEvent]:
+        """Consume one decoded `GenerateContentResponse`."""
+        if not isinstance(data, dict):
+            return []
+        if data.get("error"):
+            raise self._transport.stream_error(data["error"])
+        events: list[StreamEvent] = []
+        self._id = self._id or data.get("responseId")
+        self._model = self._model or data.get("modelVersion")
+        if data.get("usageMetadata"):
+            self._usage = data["usageMetadata"]
+        feedback = data.get("promptFeedback") or {}
+        if feedback.get("blockReason"):
+            self._block = feedback["blockReason"]
+        candidates = data.get("candidates") or ()
+        if not candidates:
+            return events
+        candidate = candidates[0]
+        for part in (candidate.get("content") or {}).get("parts") or ():
+            self._part(part, events)
+        if candidate.get("finishReason"):
+            self._finish = candidate["finishReason"]
+        return events
+
+    def _part(self, part: dict[str, Any], events: list[StreamEvent]) -> None:
+        if "functionCall" in part:
+            call = part["functionCall"] or {}
+            index = len(self._requests)
+            call_id = call.get("id") or f"{self._prefix}{index}"
+            args = compact_json(call.get("args") or {})
+            request = ToolExecutionRequest(id=call_id, name=call.get("name") or "", arguments=args)
+            self._requests.append(request)
+            self._parts.append(dict(part))
+            events.append(PartialToolCall(index, call_id, request.name, args))
+            events.append(CompleteToolCall(index, request))
+            return
+        if "text" in part:
+            text = part.get("text") or ""
+            thought = bool(part.get("thought"))
+            signature = part.get("thoughtSignature")
+            if text:
+                if thought:
+                    self._reasoning.append(text)
+                    events.append(ReasoningDelta(text))
+                else:
+                    self._text.append(text)
+                    events.append(TextDelta(text))
+            last = self._parts[-1] if self._parts else None
+            if (
+                last is not None
+                and "text" in last
+                and bool(last.get("thought")) == thought
+                and not last.get("thoughtSignature")
+            ):
+                last["text"] += text
+                if signature:
+                    last["thoughtSignature"] = signature
+            elif text or signature:
+                self._parts.append(dict(part))
+            return
+        if part.get("thoughtSignature") and len(part) == 1 and self._parts:
+            # A bare signature part closing a streamed text.
+            last = self._parts[-1]
+            if "text" in last and not last.get("thoughtSignature"):
+                last["thoughtSignature"] = part["thoughtSignature"]
+                return
+        self._parts.append(dict(part))
+
+    def finish(self) -> list[StreamEvent]:
+        """Emit `ResponseCompleted` (raises when no chunk carried a finish reason)."""
+        if self._finish is None and self._block is None:
+            raise self._transport.protocol_error(
+                "the stream ended before a finishReason (truncated response)"
+            )
+        return [ResponseCompleted(self.response())]
+
+    def response(self) -> ChatResponse:
+        """The aggregated `ChatResponse`."""
+        attributes: dict[str, Any] = {}
+        if self._parts:
+            attributes["gemini"] = {"parts": self._parts}
+        message = AiMessage(
+            "".join(self._text) or None,
+            tool_execution_requests=self._requests,
+            reasoning="".join(self._reasoning) or None,
+            attributes=attributes,
+        )
+        finish = _finish_reason(self._finish, bool(self._requests))
+        metadata: dict[str, Any] = {}
+        if self._finish:
+            metadata["finish_reason"] = self._finish
+        if self._block:
+            metadata["block_reason"] = self._block
+            finish = finish or FinishReason.CONTENT_FILTER
+        if self._usage:
+            metadata["usage"] = self._usage
+        return ChatResponse(
+            message,
+            finish_reason=finish,
+            usage=_usage(self._usage),
+            model=self._model,
+            id=self._id,
+            metadata=metadata,
+        )
+
+
+class GeminiChatModel(HttpChatModel):
+    """The Gemini API: `POST {base_url}/{api_version}/models/{model}:generateContent`
+    (`:streamGenerateContent?alt=sse` when streaming).
+
+    `base_url` is the host root (default `https://generativelanguage.googleapis.com`); the
+    key defaults to `GEMINI_API_KEY` (then `GOOGLE_API_KEY`) and travels in the
+    `x-goog-api-key` header, never in the URL. `schema_mode` picks the function-declaration
+    form: `"openapi"` (`parameters`, the sanitised OpenAPI subset) or `"json_schema"`
+    (`parametersJsonSchema`).
+    """
+
+    provider = PROVIDER
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        schema_mode: Literal["openapi", "json_schema"] = "openapi",
+        api_version: str = "v1beta",
+        headers: Mapping[str, str] | None = None,
+        timeout: float | httpx2.Timeout | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        default_parameters: ChatRequestParameters | None = None,
+        http_client: httpx2.Client | None = None,
+        async_http_client: httpx2.AsyncClient | None = None,
+    ) -> None:
+        if schema_mode not in ("openapi", "json_schema"):
+            raise ValueError(f"schema_mode must be 'openapi' or 'json_schema', got {schema_mode!r}")
+        key = api_key
+        if key is None:
+            key = os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
+        all_headers: dict[str, str] = {"accept": "application/json"}
+        if key:
+            all_headers["x-goog-api-key"] = key
+        all_headers.update(headers or {})
+        super().__init__(
+            model=model.removeprefix("models/"),
+            api_key=key,
+            base_url=base_url or DEFAULT_BASE_URL,
+            headers=all_headers,
+            timeout=timeout,
+            max_retries=max_retries,
+            default_parameters=default_parameters,
+            http_client=http_client,
+            async_http_client=async_http_client,
+        )
+        self.schema_mode = schema_mode
+        self.api_version = api_version
+
+    def _url(self, model: str, stream: bool) -> str:
+        model = model.removeprefix("models/")
+        base = f"{self.base_url}/{self.api_version}/models/{model}"
+        return f"{base}:streamGenerateContent?alt=sse" if stream else f"{base}:generateContent"
+
+    def _prepare(self, request: ChatRequest, stream: bool) -> tuple[str, dict[str, Any]]:
+        body = self.build_request_body(request, stream=stream)
+        params = self.default_parameters.override(request.parameters)
+        # The model travels in the URL only.
+        return self._url(params.model or self.model, stream), body
+
+    def _error_class(self, status: int, body: str) -> type[ProviderError] | None:
+        if status == 400 and "API_KEY_INVALID" in body:
+            return AuthenticationError
+        return None
+
+    # request --------------------------------------------------------------------------------
+    def _body(
+        self, request: ChatRequest, params: ChatRequestParameters, model: str, stream: bool
+    ) -> dict[str, Any]:
+        if params.parallel_tool_calls is False:
+            raise self.unsupported(
+                "parallel_tool_calls=False",
+                "the Gemini API has no switch to disable parallel calls",
+            )
+        system, contents = self._contents(request.messages)
+        body: dict[str, Any] = {"contents": contents}
+        if system:
+            body["systemInstruction"] = {"parts": system}
+        tools = params.tools or ()
+        if tools:
+            body["tools"] = [
+                {
+                    "functionDeclarations": [
+                        gemini_function_declaration(card, self.schema_mode) for card in tools
+                    ]
+                }
+            ]
+            if params.tool_choice is not None:
+                body["toolConfig"] = {
+                    "functionCallingConfig": self._tool_choice(params.tool_choice, tools)
+                }
+        elif params.tool_choice is not None and params.tool_choice.mode in ("required", "tool"):
+            raise self.unsupported(
+                "tool_choice", f"{params.tool_choice!r} needs tools in the request"
+            )
+        config: dict[str, Any] = {}
+        if params.temperature is not None:
+            config["temperature"] = params.temperature
+        if params.top_p is not None:
+            config["topP"] = params.top_p
+        if params.max_tokens is not None:
+            config["maxOutputTokens"] = params.max_tokens
+        if params.stop:
+            config["stopSequences"] = list(params.stop)
+        if config:
+            body["generationConfig"] = config
+        return body
+
+    def _tool_choice(self, choice: ToolChoice, tools: tuple[Any, ...]) -> dict[str, Any]:
+        if choice.mode == "auto":
+            return {"mode": "AUTO"}
+        if choice.mode == "required":
+            return {"mode": "ANY"}
+        if choice.mode == "none":
+            return {"mode": "NONE"}
+        if not any(card.name == choice.name for card in tools):
+            raise self.unsupported("tool_choice", f"no tool named {choice.name!r} in the request")
+        return {"mode": "ANY", "allowedFunctionNames": [choice.name]}
+
+    def _contents(self, messages: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        system: list[dict[str, Any]] = []
+        contents: list[dict[str, Any]] = []
+        for message in messages:
+            if isinstance(message, SystemMessage):
+                system.append({"text": message.text})
+                continue
+            if isinstance(message, AiMessage):
+                role, parts = "model", self._model_parts(message)
+            elif isinstance(message, ToolExecutionResultMessage):
+                role, parts = "user", [self._function_response(message)]
+            elif isinstance(message, UserMessage):
+                role, parts = "user", self._user_parts(message)
+            else:
+                raise TypeError(f"not a chat message: {type(message).__name__}")
+            if not parts:
+                continue
+            if contents and contents[-1]["role"] == role:
+                contents[-1]["parts"].extend(parts)
+            else:
+                contents.append({"role": role, "parts": parts})
+        return system, contents
+
+    def _model_parts(self, message: AiMessage) -> list[dict[str, Any]]:
+        kept = (message.attributes.get("gemini") or {}).get("parts")
+        if isinstance(kept, list) and kept:
+            kept_calls = [
+                p["functionCall"].get("name")
+                for p in kept
+                if isinstance(p, Mapping) and "functionCall" in p
+            ]
+            if kept_calls == [c.name for c in message.tool_execution_requests]:
+                return [dict(p) for p in kept]
+        parts: list[dict[str, Any]] = []
+        if message.text:
+            parts.append({"text": message.text})
+        for call in message.tool_execution_requests:
+            function_call: dict[str, Any] = {"name": call.name, "args": _parse_args(call.arguments)}
+            if not call.id.startswith(GENERATED_ID_PREFIX):
+                function_call["id"] = call.id
+            parts.append({"functionCall": function_call})
+        return parts
+
+    def _function_response(self, message: ToolExecutionResultMessage) -> dict[str, Any]:
+        response: dict[str, Any] = {
+            "name": message.tool_name,
+            "response": {"error" if message.is_error else "result": message.text},
+        }
+        if not message.id.startswith(GENERATED_ID_PREFIX):
+            response["id"] = message.id
+        media = [p for p in message.contents or () if not isinstance(p, TextContent)]
+        if media:
+            response["parts"] = [self._media(p, "tool results") for p in media]
+        return {"functionResponse": response}
+
+    def _user_parts(self, message: UserMessage) -> list[dict[str, Any]]:
+        parts: list[dict[str, Any]] = []
+        if message.text:
+            parts.append({"text": message.text})
+        for part in message.contents:
+            if isinstance(part, TextContent):
+                parts.append({"text": part.text})
+            else:
+                parts.append(self._media(part, "user messages"))
+        return parts
+
+    def _media(self, part: ContentPart, where: str) -> dict[str, Any]:
+        if isinstance(part, ImageContent | FileContent):
+            if part.url:
+                return {"fileData": {"mimeType": part.mime_type, "fileUri": part.url}}
+            return {"inlineData": {"mimeType": part.mime_type, "data": part.data}}
+        raise self.unsupported(f"{part.type} content in {where}")
+
+    # response -------------------------------------------------------------------------------
+    def _parse(self, data: Any) -> ChatResponse:
+        parser = GeminiStreamParser(self._http)
+        parser.feed_chunk(data)
+        return parser.response()
+
+    def _parser(self) -> GeminiStreamParser:
+        return GeminiStreamParser(self._http)
+
+
+def _parse_args(arguments: str) -> dict[str, Any]:
+    if not arguments or not arguments.strip():
+        return {}
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        try:
+            from ..schema.arguments import parse_arguments
+
+            value = parse_arguments(arguments)
+        except Exception:
+            return {}
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,551 @@
+"""`OpenAIChatModel`: OpenAI Chat Completions, and any compatible endpoint (DeepSeek, Qwen,
+Moonshot, vLLM, Ollama, llama.cpp server, Gemini's OpenAI-compatible API) via `base_url`."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import uuid
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import httpx2
+
+from ..chat.events import (
+    CompleteToolCall,
+    PartialToolCall,
+    ReasoningDelta,
+    ResponseCompleted,
+    StreamEvent,
+    TextDelta,
+)
+from ..chat.messages import AiMessage, SystemMessage, ToolExecutionResultMessage, UserMessage
+from ..chat.request import ChatRequest, ChatRequestParameters, ToolChoice
+from ..chat.response import ChatResponse, FinishReason, TokenUsage
+from ..dialects import openai_tool
+from ..errors import UnsupportedOptionError
+from ..execution.content import FileContent, ImageContent, TextContent
+from ..execution.requests import ToolExecutionRequest
+from ._base import HttpChatModel
+from ._http import DEFAULT_MAX_RETRIES, HttpTransport
+from ._sse import SSEEvent
+
+__all__ = ["OpenAIChatModel", "OpenAIStreamAggregator"]
+
+logger = logging.getLogger("toolweave.providers")
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+PROVIDER = "openai"
+
+_FINISH = {
+    "stop": FinishReason.STOP,
+    "length": FinishReason.LENGTH,
+    "tool_calls": FinishReason.TOOL_EXECUTION,
+    "function_call": FinishReason.TOOL_EXECUTION,
+    "content_filter": FinishReason.CONTENT_FILTER,
+}
+
+
+def _finish_reason(raw: str | None, has_calls: bool) -> FinishReason | None:
+    if raw is None:
+        return FinishReason.TOOL_EXECUTION if has_calls else None
+    reason = _FINISH.get(raw, FinishReason.OTHER)
+    # Several compatible servers say "stop" while returning tool calls.
+    if has_calls and reason is FinishReason.STOP:
+        return FinishReason.TOOL_EXECUTION
+    return reason
+
+
+def _usage(raw: Any) -> TokenUsage | None:
+    if not isinstance(raw, Mapping):
+        return None
+    return TokenUsage(
+        input_tokens=raw.get("prompt_tokens"),
+        output_tokens=raw.get("completion_tokens"),
+        total_tokens=raw.get("total_tokens"),
+    )
+
+
+def _arguments_text(raw: Any) -> str:
+    if raw is None:
+        return ""
+    if isinstance(raw, str):
+        return raw
+    # Some servers (Ollama) send the arguments as an object.
+    return json.dumps(raw, ensure_ascii=False)
+
+
+class _Call:
+    __slots__ = ("completed", "id", "name", "parts")
+
+    def __init__(self) -> None:
+        self.id: str | None = None
+        self.name: str | None = None
+        self.parts: list[str] = []
+        self.completed = False
+
+
+class OpenAIStreamAggregator:
+    """Aggregates Chat Completions stream chunks (already JSON-decoded) into stream events.
+
+    Rules (docs/providers.md): tool-call fragments are keyed by `index`; a fragment without
+    `index` continues the current call unless it carries a different id or is not the first
+    call of its delta (Gemini's compatible API); several calls in one delta are all kept;
+    fragments with no id, name or arguments are skipped (DeepSeek sentinels, `"type":""`);
+    id fragments that differ from the id so far are concatenated (ids split across chunks),
+    repeats are ignored; a reused index with a new id and a new name starts a new call.
+    A call is complete (`CompleteToolCall`) when the next call starts, when the choice has a
+    `finish_reason`, or at the end of the stream; empty arguments become `"{}"`.
+    """
+
+    __slots__ = (
+        "_calls",
+        "_current",
+        "_raw_map",
+        "_transport",
+        "created",
+        "done",
+        "finish_reason",
+        "id",
+        "model",
+        "reasoning",
+        "reasoning_field",
+        "system_fingerprint",
+        "text",
+        "usage",
+    )
+
+    def __init__(self, transport: HttpTransport | None = None) -> None:
+        self._transport = transport
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.reasoning_field: str | None = None
+        self._calls: list[_Call] = []
+        self._raw_map: dict[int, int] = {}
+        self._current: int | None = None
+        self.finish_reason: str | None = None
+        self.usage: Any = None
+        self.id: str | None = None
+        self.model: str | None = None
+        self.created: int | None = None
+        self.system_fingerprint: str | None = None
+        self.done = False
+
+    # SSE entry point ------------------------------------------------------------------------
+    def feed(self, event: SSEEvent) -> list[StreamEvent]:
+        """Consume one SSE event (`[DONE]` ends the stream)."""
+        if event.is_done:
+            self.done = True
+            return []
+        data = event.data
+        if not data.strip():
+            return []
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            raise self._protocol(f"a stream chunk is not JSON: {data[:200]!r}") from None
+        if event.event == "error" or (isinstance(chunk, dict) and chunk.get("error")):
+            raise self._stream_error(
+                chunk.get("error", chunk) if isinstance(chunk, dict) else chunk
+            )
+        if not isinstance(chunk, dict):
+            return []
+        return self.feed_chunk(chunk)
+
+    def _protocol(self, message: str) -> Exception:
+        if self._transport is not None:
+            return self._transport.protocol_error(message)
+        return ValueError(message)
+
+    def _stream_error(self, payload: Any) -> Exception:
+        if self._transport is not None:
+            return self._transport.stream_error(payload)
+        return ValueError(f"stream error: {payload!r}")
+
+    # chunk entry point ----------------------------------------------------------------------
+    def feed_chunk(self, chunk: Mapping[str, Any]) -> list[StreamEvent]:
+        """Consume one decoded chunk; return the events it produces."""
+        events: list[StreamEvent] = []
+        if self.id is None and chunk.get("id"):
+            self.id = chunk["id"]
+        if self.model is None and chunk.get("model"):
+            self.model = chunk["model"]
+            self.created = chunk.get("created")
+        if chunk.get("system_fingerprint"):
+            self.system_fingerprint = chunk["system_fingerprint"]
+        usage = chunk.get("usage")
+        if usage:
+            self.usage = usage
+        for choice in chunk.get("choices") or ():
+            if choice.get("index", 0) not in (0, None):
+                continue
+            delta = choice.get("delta")
+            if delta:
+                content = delta.get("content")
+                if content:
+                    self.text.append(content)
+                    events.append(TextDelta(content))
+                for field in ("reasoning_content", "reasoning"):
+                    piece = delta.get(field)
+                    if piece and isinstance(piece, str):
+                        self.reasoning.append(piece)
+                        self.reasoning_field = field
+                        events.append(ReasoningDelta(piece))
+                        break
+                calls = delta.get("tool_calls")
+                if calls:
+                    self._tool_calls(calls, events)
+            reason = choice.get("finish_reason")
+            if reason:
+                self.finish_reason = reason
+                self._complete_all(events)
+        return events
+
+    def _tool_calls(self, fragments: list[Any], events: list[StreamEvent]) -> None:
+        calls = self._calls
+        for position, fragment in enumerate(fragments):
+            function = fragment.get("function") or {}
+            call_id = fragment.get("id") or None
+            name = function.get("name") or None
+            args = _arguments_text(function.get("arguments"))
+            if not call_id and not name and not args:
+                continue  # sentinel chunk
+            raw = fragment.get("index")
+            current = self._current
+            if raw is None:
+                if (
+                    current is None
+                    or position > 0
+                    or (call_id and calls[current].id and call_id != calls[current].id)
+                ):
+                    index = self._start(events)
+                else:
+                    index = current
+            else:
+                mapped = self._raw_map.get(raw)
+                if mapped is None:
+                    index = self._raw_map[raw] = self._start(events)
+                else:
+                    known = calls[mapped]
+                    if call_id and name and known.id and known.name and call_id != known.id:
+                        # The same index reused for another call.
+                        index = self._raw_map[raw] = self._start(events)
+                    else:
+                        index = mapped
+                        if index != current:
+                            if calls[index].completed:
+                                logger.warning(
+                                    "openai stream: a fragment arrived for tool call %d "
+                                    "after it was completed",
+                                    index,
+                                )
+                            self._current = index
+            call = calls[index]
+            if call_id:
+                if call.id is None:
+                    call.id = call_id
+                elif call_id != call.id:
+                    call.id += call_id
+            if name and not call.name:
+                call.name = name
+            if args:
+                call.parts.append(args)
+            events.append(PartialToolCall(index, call_id, name, args))
+
+    def _start(self, events: list[StreamEvent]) -> int:
+        current = self._current
+        if current is not None and not self._calls[current].completed:
+            self._complete(current, events)
+        self._calls.append(_Call())
+        self._current = len(self._calls) - 1
+        return self._current
+
+    def _request(self, index: int) -> ToolExecutionRequest:
+        call = self._calls[index]
+        if not call.id:
+            call.id = f"call_{uuid.uuid4().hex[:24]}"
+        args = "".join(call.parts)
+        return ToolExecutionRequest(
+            id=call.id, name=call.name or "", arguments=args if args.strip() else "{}"
+        )
+
+    def _complete(self, index: int, events: list[StreamEvent]) -> None:
+        self._calls[index].completed = True
+        events.append(CompleteToolCall(index, self._request(index)))
+
+    def _complete_all(self, events: list[StreamEvent]) -> None:
+        for index, call in enumerate(self._calls):
+            if not call.completed:
+                self._complete(index, events)
+
+    @property
+    def requests(self) -> list[ToolExecutionRequest]:
+        """The tool calls aggregated so far, in index order."""
+        return [self._request(i) for i in range(len(self._calls))]
+
+    def finish(self) -> list[StreamEvent]:
+        """The stream ended: complete the open calls and emit `ResponseCompleted`."""
+        if not self.done and self.finish_reason is None:
+            raise self._protocol(
+                "the stream ended before the response was complete (no finish_reason, no [DONE])"
+            )
+        events: list[StreamEvent] = []
+        self._complete_all(events)
+        events.append(ResponseCompleted(self.response()))
+        return events
+
+    def response(self) -> ChatResponse:
+        """The aggregated `ChatResponse`."""
+        requests = self.requests
+        reasoning = "".join(self.reasoning) or None
+        attributes: dict[str, Any] = {}
+        if reasoning and self.reasoning_field:
+            attributes["openai"] = {"reasoning_field": self.reasoning_field}
+        message = AiMessage(
+            "".join(self.text) or None,
+            tool_execution_requests=requests,
+            reasoning=reasoning,
+            attributes=attributes,
+        )
+        metadata: dict[str, Any] = {}
+        if self.created is not None:
+            metadata["created"] = self.created
+        if self.system_fingerprint:
+            metadata["system_fingerprint"] = self.system_fingerprint
+        if self.usage:
+            metadata["usage"] = self.usage
+        return ChatResponse(
+            message,
+            finish_reason=_finish_reason(self.finish_reason, bool(requests)),
+            usage=_usage(self.usage),
+            model=self.model,
+            id=self.id,
+            metadata=metadata,
+        )
+
+
+class OpenAIChatModel(HttpChatModel):
+    """Chat Completions (`POST {base_url}/chat/completions`).
+
+    `base_url` ends with the API version (default `https://api.openai.com/v1`); the key
+    defaults to `OPENAI_API_KEY` and is sent as `Authorization: Bearer`. `strict_tools` is the
+    strict default for cards whose `strict` is None (None: strict when the schema allows it).
+    `stream_usage` asks for usage in the last stream chunk (`stream_options.include_usage`).
+    `send_reasoning` sends the received `reasoning_content` back on assistant turns (DeepSeek
+    thinking mode with tools needs it; other servers may reject it).
+    `tool_calling`: only `"native"` in this version.
+    """
+
+    provider = PROVIDER
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        strict_tools: bool | None = None,
+        tool_calling: Literal["native", "constrained", "auto"] = "native",
+        stream_usage: bool = True,
+        send_reasoning: bool = False,
+        organization: str | None = None,
+        project: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | httpx2.Timeout | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        default_parameters: ChatRequestParameters | None = None,
+        http_client: httpx2.Client | None = None,
+        async_http_client: httpx2.AsyncClient | None = None,
+    ) -> None:
+        if tool_calling != "native":
+            raise UnsupportedOptionError(
+                PROVIDER, "tool_calling", f"{tool_calling!r} is not available yet; use 'native'"
+            )
+        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        all_headers: dict[str, str] = {"accept": "application/json"}
+        if key:
+            all_headers["authorization"] = f"Bearer {key}"
+        if organization:
+            all_headers["openai-organization"] = organization
+        if project:
+            all_headers["openai-project"] = project
+        all_headers.update(headers or {})
+        super().__init__(
+            model=model,
+            api_key=key,
+            base_url=base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL,
+            headers=all_headers,
+            timeout=timeout,
+            max_retries=max_retries,
+            default_parameters=default_parameters,
+            http_client=http_client,
+            async_http_client=async_http_client,
+        )
+        self.strict_tools = strict_tools
+        self.tool_calling = tool_calling
+        self.stream_usage = stream_usage
+        self.send_reasoning = send_reasoning
+
+    def _url(self, model: str, stream: bool) -> str:
+        return f"{self.base_url}/chat/completions"
+
+    # request --------------------------------------------------------------------------------
+    def _body(
+        self, request: ChatRequest, params: ChatRequestParameters, model: str, stream: bool
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": model,
+            "messages": [self._message(m) for m in request.messages],
+        }
+        if params.temperature is not None:
+            body["temperature"] = params.temperature
+        if params.top_p is not None:
+            body["top_p"] = params.top_p
+        if params.max_tokens is not None:
+            body["max_tokens"] = params.max_tokens
+        if params.stop:
+            body["stop"] = list(params.stop)
+        tools = params.tools or ()
+        if tools:
+            body["tools"] = [
+                openai_tool(card, card.strict if card.strict is not None else self.strict_tools)
+                for card in tools
+            ]
+        choice = params.tool_choice
+        if choice is not None:
+            if not tools:
+                if choice.mode in ("required", "tool"):
+                    raise self.unsupported("tool_choice", f"{choice!r} needs tools in the request")
+            else:
+                body["tool_choice"] = self._tool_choice(choice, tools)
+        if params.parallel_tool_calls is not None and tools:
+            body["parallel_tool_calls"] = params.parallel_tool_calls
+        if stream:
+            body["stream"] = True
+            if self.stream_usage:
+                body["stream_options"] = {"include_usage": True}
+        return body
+
+    def _tool_choice(self, choice: ToolChoice, tools: tuple[Any, ...]) -> Any:
+        if choice.mode == "tool":
+            if not any(card.name == choice.name for card in tools):
+                raise self.unsupported(
+                    "tool_choice", f"no tool named {choice.name!r} in the request"
+                )
+            return {"type": "function", "function": {"name": choice.name}}
+        return choice.mode
+
+    def _message(self, message: Any) -> dict[str, Any]:
+        if isinstance(message, SystemMessage):
+            return {"role": "system", "content": message.text}
+        if isinstance(message, UserMessage):
+            out: dict[str, Any] = {"role": "user", "content": self._user_content(message)}
+            if message.name:
+                out["name"] = message.name
+            return out
+        if isinstance(message, AiMessage):
+            out = {"role": "assistant", "content": message.text}
+            if message.tool_execution_requests:
+                out["tool_calls"] = [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": call.arguments},
+                    }
+                    for call in message.tool_execution_requests
+                ]
+            elif message.text is None:
+                out["content"] = ""
+            if self.send_reasoning and message.reasoning:
+                field = (message.attributes.get("openai") or {}).get("reasoning_field")
+                if field == "reasoning_content":
+                    out["reasoning_content"] = message.reasoning
+            return out
+        if isinstance(message, ToolExecutionResultMessage):
+            for part in message.contents or ():
+                if not isinstance(part, TextContent):
+                    raise self.unsupported(
+                        f"{part.type} content in tool results",
+                        "Chat Completions tool messages accept only text "
+                        f"(tool {message.tool_name!r}, call {message.id!r})",
+                    )
+            return {"role": "tool", "tool_call_id": message.id, "content": message.text}
+        raise TypeError(f"not a chat message: {type(message).__name__}")
+
+    def _user_content(self, message: UserMessage) -> Any:
+        if not message.contents:
+            return message.text or ""
+        parts: list[dict[str, Any]] = []
+        if message.text:
+            parts.append({"type": "text", "text": message.text})
+        for part in message.contents:
+            if isinstance(part, TextContent):
+                parts.append({"type": "text", "text": part.text})
+            elif isinstance(part, ImageContent):
+                url = part.url or f"data:{part.mime_type};base64,{part.data}"
+                parts.append({"type": "image_url", "image_url": {"url": url}})
+            elif isinstance(part, FileContent):
+                if not part.data:
+                    raise self.unsupported(
+                        "file content by url", "Chat Completions takes files inline (base64)"
+                    )
+                file: dict[str, Any] = {"file_data": f"data:{part.mime_type};base64,{part.data}"}
+                if part.name:
+                    file["filename"] = part.name
+                parts.append({"type": "file", "file": file})
+        return parts
+
+    # response -------------------------------------------------------------------------------
+    def _parse(self, data: Any) -> ChatResponse:
+        if not isinstance(data, dict):
+            raise self._http.protocol_error("the response is not a JSON object")
+        if data.get("error"):
+            raise self._http.stream_error(data["error"])
+        choices = data.get("choices") or []
+        if not choices:
+            raise self._http.protocol_error("the response has no choices")
+        choice = choices[0]
+        raw = choice.get("message") or {}
+        requests = []
+        for call in raw.get("tool_calls") or ():
+            function = call.get("function") or {}
+            args = _arguments_text(function.get("arguments"))
+            kwargs: dict[str, Any] = {
+                "name": function.get("name") or "",
+                "arguments": args if args.strip() else "{}",
+            }
+            if call.get("id"):
+                kwargs["id"] = call["id"]
+            requests.append(ToolExecutionRequest(**kwargs))
+        reasoning = None
+        attributes: dict[str, Any] = {}
+        for field in ("reasoning_content", "reasoning"):
+            value = raw.get(field)
+            if value and isinstance(value, str):
+                reasoning = value
+                attributes["openai"] = {"reasoning_field": field}
+                break
+        message = AiMessage(
+            raw.get("content") or None,
+            tool_execution_requests=requests,
+            reasoning=reasoning,
+            attributes=attributes,
+        )
+        metadata: dict[str, Any] = {}
+        for key in ("created", "system_fingerprint", "usage"):
+            if data.get(key) is not None:
+                metadata[key] = data[key]
+        if raw.get("refusal"):
+            metadata["refusal"] = raw["refusal"]
+        return ChatResponse(
+            message,
+            finish_reason=_finish_reason(choice.get("finish_reason"), bool(requests)),
+            usage=_usage(data.get("usage")),
+            model=data.get("model"),
+            id=data.get("id"),
+            metadata=metadata,
+        )
+
+    def _parser(self) -> OpenAIStreamAggregator:
+        return OpenAIStreamAggregator(self._http)
