@@ -51,9 +51,13 @@ class ArgumentsValidator(Protocol):
     def validate_python(self, data: Mapping[str, Any]) -> dict[str, Any]: ...
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=repr)
+"""Built once: `json.dumps` with options would build an encoder on every call."""
+
+
 def _short(value: Any) -> str:
     try:
-        text = json.dumps(value, ensure_ascii=False, default=repr)
+        text = _ENCODER.encode(value)
     except (TypeError, ValueError, RecursionError):
         text = repr(value)
     return text if len(text) <= _INPUT_REPR_LIMIT else text[: _INPUT_REPR_LIMIT - 3] + "..."
