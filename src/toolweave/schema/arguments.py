@@ -5,8 +5,9 @@ Repairs, tried in order only after a strict `json.loads` failed:
 1. Markdown code fences around the JSON are removed (```` ```json {...} ``` ````).
 2. An object wrapped in one extra pair of quotes, with its inner quotes escaped or not
    (`"{\\"a\\": 1}"`), is unwrapped.
-3. A Python literal (`{'a': 1, 'b': True, 'c': None}`) is read with `ast.literal_eval`.
-4. Trailing commas, single quotes, missing closing brackets and similar slips are fixed by
+3. Trailing commas before `}` or `]` (outside strings) are removed.
+4. A Python literal (`{'a': 1, 'b': True, 'c': None}`) is read with `ast.literal_eval`.
+5. Single quotes mixed with JSON, missing closing brackets and similar slips are fixed by
    the `json_repair` library, but only when the text starts like an object.
 
 A valid JSON string whose content is itself a JSON object (double encoding) is decoded once
@@ -69,8 +70,53 @@ def _loads(text: str) -> Any:
         ) from None
 
 
+def _join_surrogates(value: Any) -> Any:
+    """Combine UTF-16 surrogate pairs left as two characters by `ast.literal_eval` and
+    `json_repair` (which, unlike `json.loads`, do not pair `\\ud83d\\ude00` escapes)."""
+    if isinstance(value, str):
+        if any("\ud800" <= ch <= "\udfff" for ch in value):
+            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return value
+    if isinstance(value, dict):
+        return {_join_surrogates(k): _join_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_join_surrogates(v) for v in value]
+    return value
+
+
 def repair_arguments(text: str) -> dict[str, Any] | None:
     """Try the repair pass on `text`; return the object, or None when nothing works."""
+    repaired = _repair(text)
+    return _join_surrogates(repaired) if repaired is not None else None
+
+
+def _drop_trailing_commas(text: str) -> str:
+    """Remove commas directly before `}` or `]`, outside string literals (JSON escapes kept
+    exact, which `json_repair` does not always do)."""
+    out: list[str] = []
+    in_string = escaped = False
+    n = len(text)
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch == ",":
+            j = i + 1
+            while j < n and text[j] in " \t\r\n":
+                j += 1
+            if j < n and text[j] in "}]":
+                continue
+        out.append(ch)
+    return "".join(out)
+
+
+def _repair(text: str) -> dict[str, Any] | None:
     candidate = text.strip()
     fenced = _FENCE.match(candidate)
     if fenced:
@@ -92,6 +138,14 @@ def repair_arguments(text: str) -> dict[str, Any] | None:
         candidate = inner
     if not candidate.startswith("{"):
         return None
+    without_commas = _drop_trailing_commas(candidate)
+    if without_commas != candidate:
+        try:
+            value = _loads(without_commas)
+            if isinstance(value, dict):
+                return value
+        except ValueError:
+            pass
     try:
         value = ast.literal_eval(candidate)
         if isinstance(value, dict) and all(isinstance(k, str) for k in value):
