@@ -7,9 +7,9 @@ import asyncio
 from collections.abc import Iterator
 
 import pytest
+from mcp.client.client import Client
 from mcp_support import DEMO, TEST_TIMEOUT, TOOLWEAVE, ServerProcess, start_server, stdio_config
 
-from mcp import Client
 from toolweave import (
     ImageContent,
     LocalFunction,
@@ -84,7 +84,7 @@ async def test_sdk_client_in_process() -> None:
 
 
 async def test_unknown_tool_is_a_protocol_error() -> None:
-    from mcp import MCPError
+    from mcp.shared.exceptions import MCPError
 
     server = build_mcp_server([add])
     async with asyncio.timeout(TEST_TIMEOUT), Client(server) as client:

@@ -30,9 +30,9 @@ import anyio
 import httpx2
 import mcp_types
 import pydantic
-from mcp import Client, StdioServerParameters
+from mcp.client.client import Client
 from mcp.client.sse import sse_client
-from mcp.client.stdio import stdio_client
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
@@ -485,7 +485,7 @@ class _Core:
             await thread.run(self._do_close())
         finally:
             self.closed = True
-            thread.stop()
+            await asyncio.to_thread(thread.stop)
 
     def close_sync(self) -> None:
         if self._thread is None or not self._thread.alive():
