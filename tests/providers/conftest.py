@@ -3,14 +3,20 @@ helpers that check bodies and responses against the official SDKs' types."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from servers.provider_server import ProviderServer, RunningServer
-from toolweave.chat import ChatResponse
-from toolweave.providers import AnthropicChatModel, GeminiChatModel, OpenAIChatModel
+_TESTS = str(Path(__file__).resolve().parent.parent)
+if _TESTS not in sys.path:
+    sys.path.insert(0, _TESTS)
+
+from servers.provider_server import ProviderServer, RunningServer  # noqa: E402
+from toolweave.chat import ChatResponse  # noqa: E402
+from toolweave.providers import AnthropicChatModel, GeminiChatModel, OpenAIChatModel  # noqa: E402
 
 SECRET = "sk-CANARY-9f8e7d6c5b4a39281706"
 

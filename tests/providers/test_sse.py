@@ -1,0 +1,67 @@
+"""The incremental SSE parser."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toolweave.providers._sse import SSEDecoder, SSEEvent
+
+STREAM = (
+    ": a comment\r\n"
+    "event: message_start\r\n"
+    'data: {"a":1}\r\n'
+    "\r\n"
+    "data: line one\n"
+    "data: line two\n"
+    "id: 7\n"
+    "retry: 3000\n"
+    "\n"
+    "data: 中文 and émoji 🎉\r"
+    "\r"
+    "data:no-space\n\n"
+    "data: [DONE]\n\n"
+)
+EXPECTED = [
+    SSEEvent(data='{"a":1}', event="message_start"),
+    SSEEvent(data="line one\nline two", id="7", retry=3000),
+    SSEEvent(data="中文 and émoji 🎉", id="7"),
+    SSEEvent(data="no-space", id="7"),
+    SSEEvent(data="[DONE]", id="7"),
+]
+
+
+def _run(chunks: list[bytes]) -> list[SSEEvent]:
+    decoder = SSEDecoder()
+    out: list[SSEEvent] = []
+    for chunk in chunks:
+        out.extend(decoder.feed(chunk))
+    return out + decoder.flush()
+
+
+def test_whole_stream() -> None:
+    events = _run([STREAM.encode()])
+    assert events == EXPECTED
+    assert events[-1].is_done and not events[0].is_done
+
+
+def test_byte_by_byte() -> None:
+    raw = STREAM.encode()
+    assert _run([raw[i : i + 1] for i in range(len(raw))]) == EXPECTED
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=len(STREAM.encode())), max_size=30))
+def test_any_chunking_gives_the_same_events(cuts: list[int]) -> None:
+    raw = STREAM.encode()
+    points = sorted(set(cuts))
+    bounds = [0, *points, len(raw)]
+    assert _run([raw[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]) == EXPECTED
+
+
+def test_unterminated_last_event_is_flushed_and_bom_dropped() -> None:
+    assert _run(["\ufeffdata: x\n\ndata: tail".encode()]) == [SSEEvent("x"), SSEEvent("tail")]
+
+
+def test_event_without_data_and_blank_lines() -> None:
+    assert _run([b"\n\nevent: ping\n\n\n"]) == [SSEEvent("", event="ping")]
