@@ -1,0 +1,95 @@
+"""The functions every adapter turns into tools (no `from __future__ import annotations`:
+several peers read `__annotations__` directly and must see real types)."""
+
+import asyncio
+import types
+from typing import Any, Literal
+
+
+def search_flights(
+    origin: str,
+    max_stops: int,
+    budget: float,
+    refundable: bool,
+    airlines: list[str],
+    cabin: Literal["economy", "premium", "business"] = "economy",
+    note: str | None = None,
+) -> dict[str, Any]:
+    """Search flights leaving an airport.
+
+    Args:
+        origin: IATA code of the departure airport.
+        max_stops: Maximum number of stops.
+        budget: Maximum price in euros.
+        refundable: Only refundable fares.
+        airlines: Preferred airline codes.
+        cabin: Cabin class.
+        note: Free-text note for the travel agent.
+    """
+    return {"origin": origin, "found": len(airlines) + max_stops, "cabin": cabin, "max": budget}
+
+
+async def asearch_flights(
+    origin: str,
+    max_stops: int,
+    budget: float,
+    refundable: bool,
+    airlines: list[str],
+    cabin: Literal["economy", "premium", "business"] = "economy",
+    note: str | None = None,
+) -> dict[str, Any]:
+    """Search flights leaving an airport.
+
+    Args:
+        origin: IATA code of the departure airport.
+        max_stops: Maximum number of stops.
+        budget: Maximum price in euros.
+        refundable: Only refundable fares.
+        airlines: Preferred airline codes.
+        cabin: Cabin class.
+        note: Free-text note for the travel agent.
+    """
+    return {"origin": origin, "found": len(airlines) + max_stops, "cabin": cabin, "max": budget}
+
+
+async def wait_20ms(i: int) -> str:
+    """Wait 20 ms, like a fast network call.
+
+    Args:
+        i: Call number.
+    """
+    await asyncio.sleep(0.02)
+    return f"done {i}"
+
+
+async def ping(n: int) -> str:
+    """Answer pong.
+
+    Args:
+        n: Round number.
+    """
+    return "pong"
+
+
+def lookup(key: str, limit: int = 10) -> str:
+    """Look a key up.
+
+    Args:
+        key: The key.
+        limit: Maximum number of hits.
+    """
+    return key
+
+
+def fresh(fn: Any, name: str | None = None) -> Any:
+    """A new function object with the same code, signature and docstring (defeats any cache
+    keyed on the function object)."""
+    clone = types.FunctionType(
+        fn.__code__, fn.__globals__, name or fn.__name__, fn.__defaults__, fn.__closure__
+    )
+    clone.__kwdefaults__ = fn.__kwdefaults__
+    clone.__annotations__ = dict(fn.__annotations__)
+    clone.__doc__ = fn.__doc__
+    clone.__module__ = fn.__module__
+    clone.__qualname__ = name or fn.__qualname__
+    return clone

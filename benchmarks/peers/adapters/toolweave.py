@@ -1,0 +1,214 @@
+"""toolweave: `@tool`, `DefaultToolExecutor`, `ToolService` with `ScriptedChatModel`,
+the OpenAI stream aggregator, `openai_tool` over the registered cards."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolweave import (
+    AiMessage,
+    DefaultToolExecutor,
+    ScriptedChatModel,
+    ToolArgumentsError,
+    ToolExecutionRequest,
+    ToolService,
+    tool,
+)
+from toolweave.dialects import openai_tool
+
+from .. import _subject
+from .._common import (
+    BAD_ARGS,
+    RAW_ARGS,
+    W5_CALLS,
+    W6_ROUNDS,
+    Case,
+    Env,
+    async_case,
+    expected_stream_arguments,
+    stream_chunks,
+    sync_case,
+)
+
+NAME = "toolweave"
+DISTRIBUTIONS = ("toolweave", "pydantic")
+
+
+def _aggregator() -> tuple[str, Any]:
+    """helper-4's OpenAI aggregator when it exists, else the generic StreamAccumulator."""
+    try:
+        from toolweave.providers.openai_chat import OpenAIStreamAggregator
+    except ImportError:
+        OpenAIStreamAggregator = None
+    if OpenAIStreamAggregator is not None:
+
+        def aggregate(chunks: list[dict[str, Any]]) -> list[ToolExecutionRequest]:
+            agg = OpenAIStreamAggregator()
+            for chunk in chunks:
+                agg.feed_chunk(chunk)
+            agg.finish()
+            return agg.requests
+
+        return "toolweave.providers.openai_chat.OpenAIStreamAggregator.feed_chunk", aggregate
+
+    from toolweave.chat.events import StreamAccumulator
+
+    def accumulate(chunks: list[dict[str, Any]]) -> list[ToolExecutionRequest]:
+        acc = StreamAccumulator()
+        for chunk in chunks:
+            for choice in chunk["choices"]:
+                for frag in choice["delta"].get("tool_calls") or ():
+                    fn = frag.get("function") or {}
+                    acc.add_tool_fragment(
+                        frag["index"], frag.get("id"), fn.get("name"), fn.get("arguments")
+                    )
+        return acc.ai_message().tool_execution_requests  # type: ignore[return-value]
+
+    return "toolweave.chat.StreamAccumulator (no OpenAI aggregator found)", accumulate
+
+
+def cases(env: Env) -> list[Case]:
+    loop = env.loop
+    sync_tool = tool(_subject.search_flights)
+    async_tool = tool(_subject.asearch_flights)
+    sync_exec = DefaultToolExecutor(sync_tool)
+    async_exec = DefaultToolExecutor(async_tool)
+    openai_tool(sync_tool.card)
+
+    def declare() -> Any:
+        t = tool(_subject.fresh(_subject.search_flights))
+        return openai_tool(t.card)
+
+    def w2() -> str:
+        request = ToolExecutionRequest(id="call_1", name="search_flights", arguments=RAW_ARGS)
+        return sync_exec.execute_with_result(request).text
+
+    async def w3() -> str:
+        request = ToolExecutionRequest(id="call_1", name="asearch_flights", arguments=RAW_ARGS)
+        return (await async_exec.aexecute_with_result(request)).text
+
+    async def w3s() -> str:
+        request = ToolExecutionRequest(id="call_1", name="search_flights", arguments=RAW_ARGS)
+        return (await sync_exec.aexecute_with_result(request)).text
+
+    def w4() -> str:
+        request = ToolExecutionRequest(id="call_1", name="search_flights", arguments=BAD_ARGS)
+        try:
+            sync_exec.execute_with_result(request)
+        except ToolArgumentsError as e:
+            # what ToolService's default arguments_error_handler sends back (error_text)
+            return e.message
+        raise AssertionError("invalid arguments were accepted")
+
+    # W5: one round of 50 calls, then the answer
+    w5_tool = tool(_subject.wait_20ms)
+    fan_out = AiMessage(
+        tool_execution_requests=[
+            ToolExecutionRequest(id=f"call_{i}", name="wait_20ms", arguments=f'{{"i": {i}}}')
+            for i in range(W5_CALLS)
+        ]
+    )
+    w5_script = [fan_out, AiMessage("done")]
+    w5_default = ToolService().tools(w5_tool)
+    w5_wide = ToolService(max_concurrency=W5_CALLS).tools(w5_tool)
+
+    async def w5(service: ToolService = w5_default) -> Any:
+        result = await service.achat(ScriptedChatModel(w5_script), None, "go")
+        assert len(result.tool_executions) == W5_CALLS
+        return result
+
+    async def w5_all() -> Any:
+        return await w5(w5_wide)
+
+    # W6: 20 rounds of one trivial call
+    w6_script = [
+        AiMessage(
+            tool_execution_requests=[
+                ToolExecutionRequest(id=f"call_{r}", name="ping", arguments=f'{{"n": {r}}}')
+            ]
+        )
+        for r in range(W6_ROUNDS)
+    ] + [AiMessage("done")]
+    w6_service = ToolService().tools(tool(_subject.ping))
+
+    async def w6() -> Any:
+        result = await w6_service.achat(ScriptedChatModel(w6_script), None, "go")
+        assert len(result.tool_executions) == W6_ROUNDS
+        return result
+
+    # W7
+    chunks = stream_chunks()
+    how, aggregate = _aggregator()
+    assert [r.arguments for r in aggregate(chunks)] == expected_stream_arguments()
+
+    out: list[Case] = [
+        sync_case("W1.cold", "declare: new function -> tool + OpenAI schema", declare),
+        sync_case(
+            "W1.cached", "OpenAI schema of an existing tool", lambda: openai_tool(sync_tool.card)
+        ),
+        sync_case("W2", "invoke sync: raw JSON -> text (execute_with_result)", w2, baseline="W0"),
+        async_case("W3", "invoke async tool (aexecute_with_result)", w3, loop, baseline="W0a"),
+        async_case("W3s", "sync body from async code", w3s, loop, baseline="W0t"),
+        sync_case("W4", "invalid arguments -> error text", w4, baseline="W0"),
+        async_case(
+            "W5",
+            f"{W5_CALLS} x 20 ms calls in one round (achat, default max_concurrency=16)",
+            w5,
+            loop,
+            baseline="W5.one",
+        ),
+        async_case(
+            "W5.c50",
+            f"{W5_CALLS} x 20 ms calls, ToolService(max_concurrency={W5_CALLS})",
+            w5_all,
+            loop,
+            baseline="W5.one",
+        ),
+        async_case(
+            "W6", "loop overhead per round (achat)", w6, loop, baseline="W6.plain", per=W6_ROUNDS
+        ),
+        sync_case(
+            "W7", "stream aggregation", lambda: aggregate(chunks), baseline="W7.plain", note=how
+        ),
+    ]
+    out.extend(_scale_cases(env))
+    return out
+
+
+def _scale_cases(env: Env) -> list[Case]:
+    out: list[Case] = []
+    for n in env.sizes:
+        tools = [
+            tool(name=f"tool_{i}", description=f"Tool number {i}: look a key up.")(_subject.lookup)
+            for i in range(n)
+        ]
+        service = ToolService().tools(tools)
+        cards = service.tool_cards
+        names = [f"tool_{i}" for i in range(0, n, max(1, n // 100))]
+
+        def register(tools: list[Any] = tools) -> Any:
+            return ToolService().tools(tools)
+
+        def request_tools(cards: Any = cards) -> list[dict[str, Any]]:
+            # what OpenAIChatModel._body does for every request (cached per card)
+            return [openai_tool(c, c.strict) for c in cards]
+
+        def lookups(names: list[str] = names, entries: Any = service._entries) -> None:
+            for name in names:  # ToolService._dispatch: self._entries.get(call.name)
+                entries.get(name)
+
+        out += [
+            sync_case(f"W8.register.{n}", f"register {n} tools (ToolService().tools)", register),
+            sync_case(
+                f"W8.request.{n}",
+                f"tool list for one request, {n} tools (openai_tool per card, cached)",
+                request_tools,
+            ),
+            sync_case(
+                f"W8.lookup.{n}",
+                f"lookup by name, {n} tools",
+                lookups,
+                per=len(names),
+            ),
+        ]
+    return out
