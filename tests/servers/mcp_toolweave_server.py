@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from toolweave import ImageContent, LocalFunction, ToolCard, tool
+from toolweave import ImageContent, LocalFunction, TextContent, ToolCard, tool
 from toolweave.mcp import serve_mcp
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
@@ -33,7 +33,7 @@ def divide(a: float, b: float) -> float:
 @tool
 def snapshot(caption: str = "shot") -> list[object]:
     """A caption and an image."""
-    return [caption, ImageContent(data=PNG, mime_type="image/png")]
+    return [TextContent(text=caption), ImageContent(data=PNG, mime_type="image/png")]
 
 
 def _shout(text: str) -> str:
