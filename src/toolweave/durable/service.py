@@ -1,0 +1,763 @@
+"""`DurableToolService`: the `ToolService` loop as a DBOS workflow (see docs/durable.md).
+
+A conversation is one workflow (its id is the conversation id). Each model call is a step
+(`model.chat`). Each tool call of a registered tool is a step (`tool:<name>`); a
+non-idempotent tool gets a `tool.start:<name>` step first, recorded before the tool runs,
+so a replay can tell "this call was started and its result never recorded" from "this call
+never started". Such a call is never run again silently: a reconciliation function decides,
+or the model receives an "outcome unknown" error result and `on_unknown_outcome` is told.
+
+With a tool queue, every call of a round is a child workflow on a DBOS queue, so any worker
+sharing the database may run it; results are still taken in request order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final, TypeAlias
+
+from dbos import DBOS, SetWorkflowID, StepOptions
+from dbos import error as dbos_error
+
+from .._utils.sync import run_sync
+from ..chat.messages import ChatMessage, UserMessage
+from ..chat.model import ChatModel
+from ..chat.request import ChatRequest, ChatRequestParameters
+from ..chat.response import ChatResponse
+from ..errors import ToolweaveError
+from ..execution.requests import ToolExecutionRequest
+from ..execution.results import ToolExecutionResult
+from ..service.result import ChatCompleted, ToolChatResult
+from ..service.service import ServiceEvent, ToolService, _Run
+from ..tools.card import ToolCard
+from ._codec import (
+    decode_messages,
+    decode_outcome,
+    decode_result,
+    encode_error,
+    encode_messages,
+    encode_result,
+    encode_tool_result,
+)
+
+__all__ = [
+    "CONVERSATION_WORKFLOW_PREFIX",
+    "PROGRESS_EVENT",
+    "RERUN",
+    "TOOL_OUTCOME_UNKNOWN",
+    "TOOL_WORKFLOW_PREFIX",
+    "ConversationFailedError",
+    "ConversationHandle",
+    "DurableToolService",
+    "QueueSpec",
+    "Reconciler",
+    "UnknownOutcome",
+    "conversation_payload",
+    "launch",
+    "recover",
+    "shutdown",
+]
+
+logger = logging.getLogger("toolweave.durable")
+
+CONVERSATION_WORKFLOW_PREFIX: Final = "toolweave.conversation."
+"""Conversation workflows are named this plus the service name."""
+TOOL_WORKFLOW_PREFIX: Final = "toolweave.tool."
+"""Queued tool-call workflows are named this plus the service name."""
+PROGRESS_EVENT: Final = "toolweave.progress"
+"""The DBOS event key under which a conversation publishes its history as it goes."""
+TOOL_OUTCOME_UNKNOWN: Final = "tool_outcome_unknown"
+"""Callback event fired (once, when decided) for an interrupted non-idempotent call."""
+
+
+class _Rerun:
+    def __repr__(self) -> str:
+        return "RERUN"
+
+
+RERUN: Final = _Rerun()
+"""A reconciliation function returns this to run the interrupted call again."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSpec:
+    """A DBOS queue: `concurrency` bounds it across all workers, `worker_concurrency` per
+    worker process; `polling_interval` is how often workers look for work (seconds)."""
+
+    name: str
+    concurrency: int | None = None
+    worker_concurrency: int | None = None
+    polling_interval: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownOutcome:
+    """A non-idempotent call that was started but whose result was never recorded."""
+
+    conversation_id: str
+    request: ToolExecutionRequest
+    started_at: datetime | None
+    started_by: str | None
+    """The DBOS executor id of the worker that started it."""
+    memory_id: Any = None
+
+    @property
+    def tool_name(self) -> str:
+        """The tool's name."""
+        return self.request.name
+
+
+ReconcileVerdict: TypeAlias = ToolExecutionResult | str | _Rerun | None
+Reconciler: TypeAlias = Callable[[UnknownOutcome], ReconcileVerdict | Awaitable[ReconcileVerdict]]
+"""Decides an interrupted call: a result (or its text) to record as the call's result,
+`RERUN` to run the tool again, or None to report the outcome as unknown."""
+
+
+class ConversationFailedError(ToolweaveError):
+    """A durable conversation ended with an error; `error_type` names the original one and
+    `partial_messages` holds the (valid) history up to the failure, when there was one."""
+
+    def __init__(
+        self,
+        conversation_id: str,
+        error_type: str,
+        message: str,
+        partial_messages: list[dict[str, Any]] | None = None,
+    ) -> None:
+        super().__init__(f"conversation {conversation_id!r} failed: {error_type}: {message}")
+        self.conversation_id = conversation_id
+        self.error_type = error_type
+        self.error_message = message
+        self.partial_messages = partial_messages
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            type(self),
+            (self.conversation_id, self.error_type, self.error_message, self.partial_messages),
+        )
+
+    @property
+    def partial_result(self) -> ToolChatResult | None:
+        """The history up to the failure as a `ToolChatResult` (no final response)."""
+        if self.partial_messages is None:
+            return None
+        return ToolChatResult(final_response=None, messages=decode_messages(self.partial_messages))
+
+
+def _unknown_text(name: str, started_at: str | None, started_by: str | None) -> str:
+    where = f" by worker {started_by}" if started_by else ""
+    when = f" at {started_at}" if started_at else ""
+    return (
+        f"The outcome of this call to {name!r} is unknown: it was started{when}{where}, but "
+        "that worker stopped before the result was recorded. It was not run again because "
+        f"{name!r} is not idempotent. Check whether it took effect before calling it again."
+    )
+
+
+def conversation_payload(
+    messages: Sequence[ChatMessage] | str,
+    *,
+    parameters: ChatRequestParameters | None = None,
+    model: str = "default",
+    memory_id: Any = None,
+    context: Any = None,
+    injected: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The input of a conversation workflow: the history as JSON, the request parameters,
+    the name of a model registered with the service, and what reaches the tools
+    (`memory_id`, `context`, `injected`; these must pickle)."""
+    history: list[ChatMessage] = (
+        [UserMessage(messages)] if isinstance(messages, str) else list(messages)
+    )
+    if not history:
+        raise ValueError("messages must not be empty: pass the conversation so far")
+    return {
+        "messages": encode_messages(history),
+        "parameters": parameters,
+        "model": model,
+        "memory_id": memory_id,
+        "context": context,
+        "injected": dict(injected) if injected else None,
+    }
+
+
+# durable state of the workflow running in the current task ----------------------------------
+@dataclass(slots=True)
+class _State:
+    conversation_id: str
+    outcomes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    round: int = 0
+
+
+_STATE: ContextVar[_State | None] = ContextVar("toolweave_durable_state", default=None)
+
+# Nonces of `tool.start` steps executed (not replayed) by this process and not yet consumed.
+_FRESH_STARTS: set[str] = set()
+
+_SERVICES: dict[str, DurableToolService] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class _CallContext:
+    conversation_id: str
+    memory_id: Any
+    context: Any
+    injected: dict[str, Any] | None
+
+
+_StepRunner = Callable[
+    [str, Callable[[], Coroutine[Any, Any, dict[str, Any]]]], Awaitable[dict[str, Any]]
+]
+
+
+async def _mark_started() -> dict[str, Any]:
+    nonce = uuid.uuid4().hex
+    _FRESH_STARTS.add(nonce)
+    return {"nonce": nonce, "at": datetime.now(UTC).isoformat(), "by": DBOS.executor_id}
+
+
+class _DurableExecutor:
+    """Wraps a registered executor: inside a durable conversation it answers with the
+    outcome its step recorded; outside one it runs the tool directly."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def aexecute_with_result(
+        self, request: ToolExecutionRequest, memory_id: Any = None, **kwargs: Any
+    ) -> ToolExecutionResult:
+        state = _STATE.get()
+        if state is None:
+            result: ToolExecutionResult = await self.inner.aexecute_with_result(
+                request, memory_id, **kwargs
+            )
+            return result
+        data = state.outcomes.pop(request.id, None)
+        if data is None:  # pragma: no cover - a bug, never a silent non-durable run
+            raise RuntimeError(f"no durable outcome prepared for tool call {request.id!r}")
+        return decode_outcome(data, request)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class ConversationHandle:
+    """A started conversation: `await handle.result()` waits for it."""
+
+    def __init__(self, conversation_id: str, handle: Any) -> None:
+        self.conversation_id = conversation_id
+        self._handle = handle
+
+    async def result(self, timeout: float | None = None) -> ToolChatResult:
+        """The finished conversation; raises `ConversationFailedError` if it failed and
+        `TimeoutError` after `timeout` seconds."""
+        data = await asyncio.wait_for(self._handle.get_result(polling_interval_sec=0.2), timeout)
+        return decode_result(data)
+
+    async def status(self) -> str:
+        """The DBOS status: ENQUEUED, PENDING, SUCCESS, ERROR, CANCELLED, ..."""
+        status = await self._handle.get_status()
+        return str(status.status)
+
+
+class DurableToolService(ToolService):
+    """A `ToolService` whose conversations are DBOS workflows (docs/durable.md).
+
+    Every worker process builds the same service (same `name`, tools and models) before
+    `launch()`. `models` maps names to models; `model` is the one named "default".
+    `tool_queue` sends each tool call through a DBOS queue (any worker runs it);
+    `conversation_queue` makes `start` enqueue conversations instead of running them here.
+    `reconcile` (or per-tool `reconcilers`) decides interrupted non-idempotent calls;
+    `on_unknown_outcome(info)` is told when one is reported as unknown.
+    `model_step_options` are DBOS step options for model calls (e.g. retries).
+    """
+
+    def __init__(
+        self,
+        name: str = "default",
+        *,
+        model: ChatModel | None = None,
+        models: Mapping[str, ChatModel] | None = None,
+        tool_queue: QueueSpec | str | None = None,
+        conversation_queue: QueueSpec | str | None = None,
+        reconcile: Reconciler | None = None,
+        reconcilers: Mapping[str, Reconciler] | None = None,
+        on_unknown_outcome: Callable[[UnknownOutcome], Any] | None = None,
+        model_step_options: StepOptions | None = None,
+        max_recovery_attempts: int = 50,
+        **options: Any,
+    ) -> None:
+        super().__init__(**options)
+        self.name = name
+        self.models: dict[str, ChatModel] = dict(models or {})
+        if model is not None:
+            self.models["default"] = model
+        self.tool_queue = QueueSpec(tool_queue) if isinstance(tool_queue, str) else tool_queue
+        self.conversation_queue = (
+            QueueSpec(conversation_queue)
+            if isinstance(conversation_queue, str)
+            else conversation_queue
+        )
+        self.reconcile = reconcile
+        self.reconcilers: dict[str, Reconciler] = dict(reconcilers or {})
+        self.on_unknown_outcome = on_unknown_outcome
+        self.model_step_options: StepOptions = dict(model_step_options or {})  # type: ignore[assignment]
+        service = self
+
+        async def conversation(payload: dict[str, Any]) -> dict[str, Any]:
+            return await service._run_conversation(payload)
+
+        async def tool_call(payload: dict[str, Any]) -> dict[str, Any]:
+            return await service._run_tool_workflow(payload)
+
+        self._conversation_workflow = DBOS.workflow(
+            name=self.workflow_name, max_recovery_attempts=max_recovery_attempts
+        )(conversation)
+        self._tool_workflow = DBOS.workflow(
+            name=TOOL_WORKFLOW_PREFIX + name, max_recovery_attempts=max_recovery_attempts
+        )(tool_call)
+        _SERVICES[name] = self
+
+    @property
+    def workflow_name(self) -> str:
+        """The DBOS name of this service's conversation workflow."""
+        return CONVERSATION_WORKFLOW_PREFIX + self.name
+
+    def _add(self, card: ToolCard, executor: Any) -> None:
+        super()._add(card, _DurableExecutor(executor))
+
+    def register_queues(self) -> None:
+        """Register this service's queues with the launched DBOS (`launch` does it)."""
+        for spec in (self.tool_queue, self.conversation_queue):
+            if spec is not None:
+                DBOS.register_queue(
+                    spec.name,
+                    global_concurrency=spec.concurrency,
+                    worker_concurrency=spec.worker_concurrency,
+                    polling_interval_sec=spec.polling_interval,
+                    on_conflict="always_update",
+                )
+
+    # starting conversations -----------------------------------------------------------------
+    def _model_key(self, model: ChatModel | str | None) -> str:
+        if model is None:
+            if "default" in self.models:
+                return "default"
+            if len(self.models) == 1:
+                return next(iter(self.models))
+            raise ValueError("name the model: this service has several (or none) registered")
+        if isinstance(model, str):
+            if model not in self.models:
+                raise ValueError(
+                    f"no model named {model!r} is registered (have: {list(self.models)})"
+                )
+            return model
+        for key, m in self.models.items():
+            if m is model:
+                return key
+        raise ValueError(
+            "a durable conversation can only use a model registered with the service "
+            "(models={...}), so that every worker can rebuild it after a crash"
+        )
+
+    def payload(
+        self,
+        messages: Sequence[ChatMessage] | str,
+        *,
+        parameters: ChatRequestParameters | None = None,
+        model: ChatModel | str | None = None,
+        memory_id: Any = None,
+        context: Any = None,
+        injected: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The workflow input for a conversation (see `conversation_payload`)."""
+        return conversation_payload(
+            messages,
+            parameters=parameters,
+            model=self._model_key(model),
+            memory_id=memory_id,
+            context=context,
+            injected=injected,
+        )
+
+    async def start(
+        self,
+        messages: Sequence[ChatMessage] | str,
+        *,
+        conversation_id: str | None = None,
+        parameters: ChatRequestParameters | None = None,
+        model: ChatModel | str | None = None,
+        memory_id: Any = None,
+        context: Any = None,
+        injected: Mapping[str, Any] | None = None,
+    ) -> ConversationHandle:
+        """Start (or, if `conversation_id` exists already, attach to) a conversation.
+
+        With a `conversation_queue` it is enqueued for any worker; otherwise it runs in
+        this process. Starting an existing id never runs it again: the handle yields the
+        recorded result (the new arguments are ignored).
+        """
+        payload = self.payload(
+            messages,
+            parameters=parameters,
+            model=model,
+            memory_id=memory_id,
+            context=context,
+            injected=injected,
+        )
+        cid = conversation_id or f"conv-{uuid.uuid4().hex}"
+        with SetWorkflowID(cid):
+            if self.conversation_queue is not None:
+                handle: Any = await DBOS.enqueue_workflow_async(
+                    self.conversation_queue.name, self._conversation_workflow, payload
+                )
+            else:
+                handle = await DBOS.start_workflow_async(self._conversation_workflow, payload)
+        return ConversationHandle(cid, handle)
+
+    async def arun(
+        self,
+        messages: Sequence[ChatMessage] | str,
+        *,
+        conversation_id: str | None = None,
+        timeout: float | None = None,
+        **options: Any,
+    ) -> ToolChatResult:
+        """Start the conversation and wait for its result (see `start`)."""
+        handle = await self.start(messages, conversation_id=conversation_id, **options)
+        return await handle.result(timeout)
+
+    async def achat(  # type: ignore[override]
+        self,
+        model: ChatModel | str | None,
+        parameters: ChatRequestParameters | None = None,
+        messages: Sequence[ChatMessage] | str | None = None,
+        *,
+        memory_id: Any = None,
+        context: Any = None,
+        injected: Mapping[str, Any] | None = None,
+        conversation_id: str | None = None,
+    ) -> ToolChatResult:
+        """`ToolService.achat`, durably: `model` must be registered (or named)."""
+        if messages is None:
+            raise ValueError("messages must not be empty: pass the conversation so far")
+        return await self.arun(
+            messages,
+            conversation_id=conversation_id,
+            parameters=parameters,
+            model=model,
+            memory_id=memory_id,
+            context=context,
+            injected=injected,
+        )
+
+    def chat(  # type: ignore[override]
+        self,
+        model: ChatModel | str | None,
+        parameters: ChatRequestParameters | None = None,
+        messages: Sequence[ChatMessage] | str | None = None,
+        *,
+        memory_id: Any = None,
+        context: Any = None,
+        injected: Mapping[str, Any] | None = None,
+        conversation_id: str | None = None,
+    ) -> ToolChatResult:
+        """Synchronous durable `achat` (must not be called from a running event loop)."""
+        return run_sync(
+            self.achat(
+                model,
+                parameters,
+                messages,
+                memory_id=memory_id,
+                context=context,
+                injected=injected,
+                conversation_id=conversation_id,
+            )
+        )
+
+    # the conversation workflow --------------------------------------------------------------
+    async def _run_conversation(self, payload: dict[str, Any]) -> dict[str, Any]:
+        cid = DBOS.workflow_id
+        assert cid is not None
+        model = self.models[payload["model"]]
+        run = self._start(
+            payload.get("parameters"),
+            decode_messages(payload["messages"]),
+            payload.get("memory_id"),
+            payload.get("context"),
+            payload.get("injected"),
+        )
+        token = _STATE.set(_State(cid))
+        try:
+            result: ToolChatResult | None = None
+            event: ServiceEvent
+            async for event in self._loop(model, run, streaming=False, eager=False):
+                if isinstance(event, ChatCompleted):
+                    result = event.result
+            assert result is not None
+            return encode_result(result)
+        except dbos_error.DBOSException:
+            raise
+        except Exception as e:
+            partial = getattr(e, "partial_result", None)
+            raise ConversationFailedError(
+                cid,
+                type(e).__name__,
+                getattr(e, "message", None) or str(e),
+                encode_messages(partial.messages) if partial is not None else None,
+            ) from e
+        finally:
+            _STATE.reset(token)
+
+    async def _publish(self, run: _Run, phase: str) -> None:
+        await DBOS.set_event_async(
+            PROGRESS_EVENT,
+            {"phase": phase, "messages": encode_messages(run.messages)},
+        )
+
+    async def _call_model(self, model: ChatModel, request: ChatRequest, run: _Run) -> ChatResponse:
+        if _STATE.get() is None:
+            return await super()._call_model(model, request, run)
+        await self._publish(run, "model")
+
+        async def call() -> dict[str, Any]:
+            response = await model.achat(request)
+            return response.model_dump(mode="json")
+
+        options: StepOptions = {**self.model_step_options, "name": "model.chat"}
+        data = await DBOS.run_step_async(options, call)
+        return ChatResponse.model_validate(data)
+
+    def _is_tool(self, call: ToolExecutionRequest) -> bool:
+        search = self.tool_search
+        if search is not None and call.name == search.card.name:
+            return False
+        return call.name in self._entries
+
+    async def _execute_round(
+        self,
+        calls: list[ToolExecutionRequest],
+        run: _Run,
+        queue: Any,
+        started: dict[str, Any],
+    ) -> Any:
+        state = _STATE.get()
+        if state is None:
+            return await super()._execute_round(calls, run, queue, started)
+        state.round += 1
+        await self._publish(run, "tools")
+        ctx = _CallContext(state.conversation_id, run.memory_id, run.context, run.injected)
+        segment: list[tuple[int, ToolExecutionRequest]] = []
+        for i, call in enumerate(calls):
+            if not self._is_tool(call):
+                continue
+            if not self._entries[call.name].card.parallel_safe:
+                await self._run_segment(segment, ctx, state)
+                await self._run_segment([(i, call)], ctx, state)
+                segment = []
+            else:
+                segment.append((i, call))
+        await self._run_segment(segment, ctx, state)
+        return await super()._execute_round(calls, run, queue, started)
+
+    async def _run_segment(
+        self, segment: list[tuple[int, ToolExecutionRequest]], ctx: _CallContext, state: _State
+    ) -> None:
+        """Run calls that may overlap; their outcomes are recorded in `state.outcomes`.
+        Every DBOS operation id is drawn here in request order, so replays line up."""
+        if not segment:
+            return
+        if self.tool_queue is not None:
+            handles = []
+            for i, call in segment:
+                payload = {
+                    "call": call.model_dump(mode="json"),
+                    "conversation_id": ctx.conversation_id,
+                    "memory_id": ctx.memory_id,
+                    "context": ctx.context,
+                    "injected": ctx.injected,
+                }
+                with SetWorkflowID(f"{ctx.conversation_id}/r{state.round}/c{i}"):
+                    handles.append(
+                        await DBOS.enqueue_workflow_async(
+                            self.tool_queue.name, self._tool_workflow, payload
+                        )
+                    )
+            for (_, call), handle in zip(segment, handles, strict=True):
+                state.outcomes[call.id] = await handle.get_result(polling_interval_sec=0.1)
+            return
+        plans = []
+        for _, call in segment:
+            start = None if self._entries[call.name].card.idempotent else DBOS.reserve_step()
+            body = DBOS.reserve_step()
+            plans.append((call, start, body))
+        semaphore = asyncio.Semaphore(self.max_concurrency)
+
+        def runner(reservation: Any) -> _StepRunner:
+            async def run_step(
+                name: str, fn: Callable[[], Coroutine[Any, Any, dict[str, Any]]]
+            ) -> dict[str, Any]:
+                out: dict[str, Any] = await reservation.run_async({"name": name}, fn)
+                return out
+
+            return run_step
+
+        async def one(call: ToolExecutionRequest, start: Any, body: Any) -> dict[str, Any]:
+            async with semaphore:
+                return await self._durable_call(
+                    call, ctx, runner(start) if start is not None else None, runner(body)
+                )
+
+        results = await asyncio.gather(*(one(*p) for p in plans))
+        for (call, _, _), data in zip(plans, results, strict=True):
+            state.outcomes[call.id] = data
+
+    async def _run_tool_workflow(self, payload: dict[str, Any]) -> dict[str, Any]:
+        call = ToolExecutionRequest.model_validate(payload["call"])
+        ctx = _CallContext(
+            payload["conversation_id"],
+            payload.get("memory_id"),
+            payload.get("context"),
+            payload.get("injected"),
+        )
+
+        async def step(
+            name: str, fn: Callable[[], Coroutine[Any, Any, dict[str, Any]]]
+        ) -> dict[str, Any]:
+            out: dict[str, Any] = await DBOS.run_step_async({"name": name}, fn)
+            return out
+
+        idempotent = call.name in self._entries and self._entries[call.name].card.idempotent
+        return await self._durable_call(call, ctx, None if idempotent else step, step)
+
+    # one tool call ----------------------------------------------------------------------------
+    async def _durable_call(
+        self,
+        call: ToolExecutionRequest,
+        ctx: _CallContext,
+        start_step: _StepRunner | None,
+        body_step: _StepRunner,
+    ) -> dict[str, Any]:
+        """`tool.start` (non-idempotent tools) then `tool`: the body runs the tool when the
+        start step was just executed, and resolves the interrupted call when it was replayed."""
+        started: dict[str, Any] | None = None
+        fresh = True
+        if start_step is not None:
+            started = await start_step(f"tool.start:{call.name}", _mark_started)
+            nonce = started.get("nonce")
+            fresh = nonce in _FRESH_STARTS
+            _FRESH_STARTS.discard(nonce)  # type: ignore[arg-type]
+
+        async def body() -> dict[str, Any]:
+            if fresh:
+                return await self._execute_raw(call, ctx)
+            return await self._resolve_interrupted(call, ctx, started or {})
+
+        return await body_step(f"tool:{call.name}", body)
+
+    async def _execute_raw(self, call: ToolExecutionRequest, ctx: _CallContext) -> dict[str, Any]:
+        entry = self._entries.get(call.name)
+        if entry is None:
+            return {"kind": "exception", "message": f"no tool named {call.name!r} in this worker"}
+        executor = entry.executor
+        inner = executor.inner if isinstance(executor, _DurableExecutor) else executor
+        try:
+            result: ToolExecutionResult = await inner.aexecute_with_result(
+                call, ctx.memory_id, context=ctx.context, injected=ctx.injected
+            )
+        except Exception as e:
+            return encode_error(e)
+        return encode_tool_result(result)
+
+    async def _resolve_interrupted(
+        self, call: ToolExecutionRequest, ctx: _CallContext, started: dict[str, Any]
+    ) -> dict[str, Any]:
+        at = started.get("at")
+        info = UnknownOutcome(
+            conversation_id=ctx.conversation_id,
+            request=call,
+            started_at=datetime.fromisoformat(at) if at else None,
+            started_by=started.get("by"),
+            memory_id=ctx.memory_id,
+        )
+        reconcile = self.reconcilers.get(call.name, self.reconcile)
+        note = ""
+        if reconcile is not None:
+            try:
+                verdict = reconcile(info)
+                if inspect.isawaitable(verdict):
+                    verdict = await verdict
+            except Exception as e:
+                logger.warning("reconciling %r failed: %s", call.name, e)
+                note = f" (reconciliation failed: {type(e).__name__}: {e})"
+            else:
+                if verdict is RERUN:
+                    return await self._execute_raw(call, ctx)
+                if isinstance(verdict, ToolExecutionResult):
+                    return encode_tool_result(verdict)
+                if isinstance(verdict, str):
+                    return encode_tool_result(ToolExecutionResult(text=verdict))
+                if verdict is not None:
+                    note = f" (reconciliation returned an unusable {type(verdict).__name__})"
+        text = _unknown_text(call.name, at, info.started_by) + note
+        if self.on_unknown_outcome is not None:
+            try:
+                out = self.on_unknown_outcome(info)
+                if inspect.isawaitable(out):
+                    await out
+            except Exception:
+                logger.exception("on_unknown_outcome failed for %r", call.name)
+        await self._fire(TOOL_OUTCOME_UNKNOWN, outcome=info, memory_id=ctx.memory_id)
+        return {"kind": "unknown", "message": text, "started_at": at, "started_by": info.started_by}
+
+
+# process-level helpers ------------------------------------------------------------------------
+def launch(
+    database_url: str,
+    *,
+    app_name: str = "toolweave",
+    executor_id: str | None = None,
+    application_version: str | None = None,
+    recover_executors: Sequence[str] = (),
+    log_level: str | None = None,
+    **config: Any,
+) -> None:
+    """Configure and launch DBOS in this process, then register the queues of every
+    `DurableToolService` built so far. Build the services first: DBOS needs every workflow
+    registered before launch. `executor_id` names this worker (a restarted worker with the
+    same id recovers its own unfinished work); `recover_executors` takes over the unfinished
+    work of other, dead, workers. Extra keyword arguments go into the `DBOSConfig`."""
+    dbos_config: dict[str, Any] = {"name": app_name, "system_database_url": database_url}
+    if executor_id is not None:
+        dbos_config["executor_id"] = executor_id
+    if application_version is not None:
+        dbos_config["application_version"] = application_version
+    if log_level is not None:
+        dbos_config["log_level"] = log_level
+    dbos_config.update(config)
+    DBOS(config=dbos_config)  # type: ignore[arg-type]
+    DBOS.launch()
+    for service in list(_SERVICES.values()):
+        service.register_queues()
+    if recover_executors:
+        recover(recover_executors)
+
+
+def recover(executor_ids: Sequence[str]) -> list[str]:
+    """Make the unfinished conversations and tool calls of the given (dead) workers
+    runnable again by any live worker; returns their workflow ids. Never recover a worker
+    that is still running: its work would run twice."""
+    handles = DBOS._recover_pending_workflows(list(executor_ids))
+    return [h.get_workflow_id() for h in handles]
+
+
+def shutdown() -> None:
+    """Stop DBOS in this process (running conversations stay pending and are recovered)."""
+    DBOS.destroy()
