@@ -1,7 +1,9 @@
 """Provider dialects: the canonical schema of a `ToolCard` rewritten for each wire format.
 
 Each function is pure and cached per (card, dialect, strict): the second call for the same
-card returns the same object, so **treat the returned dicts as read-only**.
+card returns the same object, so **treat the returned dicts as read-only**. Every dialect
+first drops toolweave's own property keywords (`location`, which places an HTTP tool's
+parameter) and `x-*` extensions from the top-level properties.
 
 `openai_tool(card, strict=None)` — Chat Completions `tools[]` entry
   `{"type": "function", "function": {"name", "description"?, "parameters", "strict"?}}`.
@@ -218,9 +220,29 @@ def _object_root(card: ToolCard, dialect: str) -> dict[str, Any]:
                 f"parameters, but the schema has a root {key!r}. Wrap the union in a property, "
                 'e.g. {"type": "object", "properties": {"value": {"anyOf": [...]}}}.'
             )
+    schema = _without_placement(schema)
     if "type" not in schema:
         return {"type": "object", **schema}
     return schema
+
+
+def _private_key(key: str) -> bool:
+    return key == "location" or key.startswith("x-")
+
+
+def _without_placement(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drop toolweave's own property keywords (`location`, used by HTTP tools to place a
+    parameter) and `x-*` extensions, which no provider needs and strict modes reject."""
+    props = schema.get("properties")
+    if not isinstance(props, Mapping) or not any(
+        isinstance(p, Mapping) and any(_private_key(k) for k in p) for p in props.values()
+    ):
+        return schema
+    cleaned = {
+        name: {k: v for k, v in p.items() if not _private_key(k)} if isinstance(p, Mapping) else p
+        for name, p in props.items()
+    }
+    return {**schema, "properties": cleaned}
 
 
 def _resolve_strict(
