@@ -1,1 +1,10 @@
-"""Shared fixtures."""
+"""Shared test setup: the test servers in tests/servers are importable as `servers.*`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_TESTS = str(Path(__file__).resolve().parent)
+if _TESTS not in sys.path:
+    sys.path.insert(0, _TESTS)
