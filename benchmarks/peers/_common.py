@@ -289,6 +289,7 @@ def measure(
     target_ns = 2_000_000 if quick else 25_000_000
     repeats = 2 if quick else 15
     numbers: dict[str, int] = {}
+    rounds: dict[str, int] = {}
     results: dict[str, Result] = {}
     live: list[Case] = []
     for case in cases:
@@ -310,13 +311,15 @@ def measure(
             )
             continue
         numbers[case.id] = max(1, min(case.max_number, target_ns // one))
+        # very slow cases (seconds per iteration) get fewer rounds, at least 5
+        rounds[case.id] = max(min(5, repeats), min(repeats, int(4e9 // one)))
         live.append(case)
         if log:
             log(f"  calibrated {case.id}: {one / 1000:.1f} µs x {numbers[case.id]}")
     samples: dict[str, list[float]] = {c.id: [] for c in live}
-    for _ in range(repeats):
+    for round_ in range(repeats):
         for case in live:
-            if case.id in results:
+            if case.id in results or round_ >= rounds[case.id]:
                 continue
             n = numbers[case.id]
             assert case.run is not None
