@@ -29,5 +29,20 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
+# Peer comparison (benchmarks/peers): pinned peers in their own venv, never in .venv.
+BENCH_VENV := .venv-bench
+BENCH_STAMP := $(BENCH_VENV)/.installed
+
+.PHONY: bench-peers
+
+$(BENCH_STAMP): benchmarks/peers/requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install -q --upgrade pip
+	$(BENCH_VENV)/bin/python -m pip install -q -r benchmarks/peers/requirements.txt -e .
+	touch $(BENCH_STAMP)
+
+bench-peers: $(BENCH_STAMP)
+	$(BENCH_VENV)/bin/python -m benchmarks.peers
+
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
