@@ -3,6 +3,7 @@ helpers that check bodies and responses against the official SDKs' types."""
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -120,26 +121,31 @@ def check_typed_dict(adapter: Any, body: Any, allow: tuple[str, ...] = ()) -> No
     assert not unknown, f"keys unknown to the SDK type: {unknown}"
 
 
+@functools.cache
+def _adapter(kind: Any) -> Any:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(kind)
+
+
 def check_openai_request(body: dict[str, Any], allow: tuple[str, ...] = ()) -> None:
     from openai.types.chat import completion_create_params as p
-    from pydantic import TypeAdapter
 
     kind = (
         p.CompletionCreateParamsStreaming
         if body.get("stream")
         else p.CompletionCreateParamsNonStreaming
     )
-    check_typed_dict(TypeAdapter(kind), body, allow)
+    check_typed_dict(_adapter(kind), body, allow)
 
 
 def check_anthropic_request(body: dict[str, Any], allow: tuple[str, ...] = ()) -> None:
     from anthropic.types import message_create_params as p
-    from pydantic import TypeAdapter
 
     kind = (
         p.MessageCreateParamsStreaming if body.get("stream") else p.MessageCreateParamsNonStreaming
     )
-    check_typed_dict(TypeAdapter(kind), body, allow)
+    check_typed_dict(_adapter(kind), body, allow)
 
 
 def check_gemini_request(body: dict[str, Any]) -> None:

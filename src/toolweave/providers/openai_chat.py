@@ -97,15 +97,19 @@ class OpenAIStreamAggregator:
     repeats are ignored; a reused index with a new id and a new name starts a new call.
     A call is complete (`CompleteToolCall`) when the next call starts, when the choice has a
     `finish_reason`, or at the end of the stream; empty arguments become `"{}"`.
+    With `emit_partials=False` no `PartialToolCall` events are produced (only complete calls).
     """
 
     __slots__ = (
         "_calls",
         "_current",
+        "_current_parts",
+        "_last_raw",
         "_raw_map",
         "_transport",
         "created",
         "done",
+        "emit_partials",
         "finish_reason",
         "id",
         "model",
@@ -116,14 +120,20 @@ class OpenAIStreamAggregator:
         "usage",
     )
 
-    def __init__(self, transport: HttpTransport | None = None) -> None:
+    def __init__(
+        self, transport: HttpTransport | None = None, *, emit_partials: bool = True
+    ) -> None:
         self._transport = transport
+        self.emit_partials = emit_partials
         self.text: list[str] = []
         self.reasoning: list[str] = []
         self.reasoning_field: str | None = None
         self._calls: list[_Call] = []
         self._raw_map: dict[int, int] = {}
         self._current: int | None = None
+        # Raw index of the call in progress when the fast path may extend it (-1: never).
+        self._last_raw = -1
+        self._current_parts: list[str] = []
         self.finish_reason: str | None = None
         self.usage: Any = None
         self.id: str | None = None
@@ -166,18 +176,34 @@ class OpenAIStreamAggregator:
     # chunk entry point ----------------------------------------------------------------------
     def feed_chunk(self, chunk: Mapping[str, Any]) -> list[StreamEvent]:
         """Consume one decoded chunk; return the events it produces."""
+        choices = chunk.get("choices")
+        # Fast path: one more argument fragment for the call in progress (most chunks):
+        # one choice, no finish_reason, a delta with only `tool_calls`, one fragment with
+        # only `index` (the current one) and `function.arguments`.
+        if choices and len(choices) == 1:
+            choice = choices[0]
+            delta = choice.get("delta")
+            if (
+                delta is not None
+                and len(delta) == 1
+                and choice.get("finish_reason") is None
+                and choice.get("index") == 0
+            ):
+                calls = delta.get("tool_calls")
+                if calls is not None and len(calls) == 1:
+                    fragment = calls[0]
+                    if len(fragment) == 2 and fragment.get("index") == self._last_raw:
+                        function = fragment.get("function")
+                        if function is not None and len(function) == 1:
+                            args = function.get("arguments")
+                            if args and args.__class__ is str:
+                                self._current_parts.append(args)
+                                if self.emit_partials:
+                                    return [PartialToolCall(self._current, None, None, args)]  # type: ignore[arg-type]
+                                return []
+        self._meta(chunk)
         events: list[StreamEvent] = []
-        if self.id is None and chunk.get("id"):
-            self.id = chunk["id"]
-        if self.model is None and chunk.get("model"):
-            self.model = chunk["model"]
-            self.created = chunk.get("created")
-        if chunk.get("system_fingerprint"):
-            self.system_fingerprint = chunk["system_fingerprint"]
-        usage = chunk.get("usage")
-        if usage:
-            self.usage = usage
-        for choice in chunk.get("choices") or ():
+        for choice in choices or ():
             if choice.get("index", 0) not in (0, None):
                 continue
             delta = choice.get("delta")
@@ -201,6 +227,18 @@ class OpenAIStreamAggregator:
                 self.finish_reason = reason
                 self._complete_all(events)
         return events
+
+    def _meta(self, chunk: Mapping[str, Any]) -> None:
+        if self.id is None and chunk.get("id"):
+            self.id = chunk["id"]
+        if self.model is None and chunk.get("model"):
+            self.model = chunk["model"]
+            self.created = chunk.get("created")
+        if self.system_fingerprint is None and chunk.get("system_fingerprint"):
+            self.system_fingerprint = chunk["system_fingerprint"]
+        usage = chunk.get("usage")
+        if usage:
+            self.usage = usage
 
     def _tool_calls(self, fragments: list[Any], events: list[StreamEvent]) -> None:
         calls = self._calls
@@ -251,7 +289,13 @@ class OpenAIStreamAggregator:
                 call.name = name
             if args:
                 call.parts.append(args)
-            events.append(PartialToolCall(index, call_id, name, args))
+            if index == self._current and not call.completed and raw is not None:
+                self._last_raw = raw
+                self._current_parts = call.parts
+            else:
+                self._last_raw = -1
+            if self.emit_partials:
+                events.append(PartialToolCall(index, call_id, name, args))
 
     def _start(self, events: list[StreamEvent]) -> int:
         current = self._current
@@ -275,6 +319,7 @@ class OpenAIStreamAggregator:
         events.append(CompleteToolCall(index, self._request(index)))
 
     def _complete_all(self, events: list[StreamEvent]) -> None:
+        self._last_raw = -1
         for index, call in enumerate(self._calls):
             if not call.completed:
                 self._complete(index, events)

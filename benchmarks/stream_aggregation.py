@@ -1,0 +1,138 @@
+"""OpenAI stream aggregation: our aggregator against a plain dict-by-index accumulator.
+
+The workload is the parsing/aggregation part only (no HTTP, no SSE, no JSON decoding): a
+Chat Completions stream of 3 tool calls with about 2 KB of arguments each, in deltas of 1 to
+4 characters, fed as pre-parsed chunk dicts. `OpenAIStreamAggregator` also emits a
+`PartialToolCall` per fragment and a `CompleteToolCall` per call, and handles the missing
+index / sentinel / split-id cases; the baseline only concatenates by index. Target: ≤ 1.5x.
+A third row runs the aggregator with `emit_partials=False`, to separate the cost of
+building one (frozen dataclass) event per fragment from the aggregation itself.
+
+Run alone with `python -m benchmarks.stream_aggregation [--quick]`.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from typing import Any
+
+from toolweave.providers import OpenAIStreamAggregator
+
+from ._harness import Row, measure, sync_case
+
+
+def make_chunks(calls: int = 3, size: int = 2048, seed: int = 7) -> list[dict[str, Any]]:
+    """The chunk dicts of one streamed response with `calls` tool calls."""
+    rnd = random.Random(seed)
+    chunks: list[dict[str, Any]] = []
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            "id": "chatcmpl-bench",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "gpt-4o-mini",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+
+    chunks.append(chunk({"role": "assistant", "content": None}))
+    for index in range(calls):
+        payload = {"items": [], "note": ""}
+        while len(json.dumps(payload)) < size:
+            payload["items"].append(
+                {"name": f"item-{rnd.randint(0, 10**6)}", "qty": rnd.randint(1, 9)}
+            )
+        args = json.dumps(payload)
+        chunks.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "id": f"call_{index}",
+                            "type": "function",
+                            "function": {"name": "place_order", "arguments": ""},
+                        }
+                    ]
+                }
+            )
+        )
+        i = 0
+        while i < len(args):
+            n = rnd.randint(1, 4)
+            chunks.append(
+                chunk(
+                    {"tool_calls": [{"index": index, "function": {"arguments": args[i : i + n]}}]}
+                )
+            )
+            i += n
+    chunks.append(chunk({}, "tool_calls"))
+    chunks.append(
+        {
+            "id": "chatcmpl-bench",
+            "choices": [],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3},
+        }
+    )
+    return chunks
+
+
+def aggregate(chunks: list[dict[str, Any]], emit_partials: bool = True) -> list[Any]:
+    """Our aggregator: events for every chunk, then the final response."""
+    aggregator = OpenAIStreamAggregator(emit_partials=emit_partials)
+    events: list[Any] = []
+    for c in chunks:
+        events.extend(aggregator.feed_chunk(c))
+    events.extend(aggregator.finish())
+    return events
+
+
+def baseline(chunks: list[dict[str, Any]]) -> dict[int, tuple[str, str, str]]:
+    """The plain accumulator: id/name/argument buffers in a dict keyed by index."""
+    calls: dict[int, list[Any]] = {}
+    for c in chunks:
+        for choice in c.get("choices") or ():
+            for tc in (choice.get("delta") or {}).get("tool_calls") or ():
+                buf = calls.get(tc["index"])
+                if buf is None:
+                    buf = calls[tc["index"]] = [None, None, []]
+                if tc.get("id"):
+                    buf[0] = tc["id"]
+                fn = tc.get("function") or {}
+                if fn.get("name"):
+                    buf[1] = fn["name"]
+                if fn.get("arguments"):
+                    buf[2].append(fn["arguments"])
+    return {i: (b[0], b[1], "".join(b[2]) or "{}") for i, b in calls.items()}
+
+
+def run(quick: bool) -> list[Row]:
+    """Both accumulators over the same chunks, measured interleaved."""
+    chunks = make_chunks()
+    ours = aggregate(chunks)[-1].response.ai_message.tool_execution_requests
+    plain = baseline(chunks)
+    assert [(r.id, r.name, r.arguments) for r in ours] == [plain[i] for i in sorted(plain)]
+    cases = [
+        sync_case("plain dict-by-index accumulator", lambda: baseline(chunks), number=20),
+        sync_case(
+            f"OpenAIStreamAggregator ({len(chunks)} chunks, 3 calls x 2 KB)",
+            lambda: aggregate(chunks),
+            baseline="plain dict-by-index accumulator",
+            number=20,
+        ),
+        sync_case(
+            "OpenAIStreamAggregator, no PartialToolCall events",
+            lambda: aggregate(chunks, emit_partials=False),
+            baseline="plain dict-by-index accumulator",
+            number=20,
+        ),
+    ]
+    return measure("stream aggregation", cases, quick=quick)
+
+
+if __name__ == "__main__":
+    from .__main__ import print_table
+
+    print_table(run(quick="--quick" in sys.argv[1:]))
