@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench lint typecheck clean
+.PHONY: test demo bench fuzz lint typecheck clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,9 @@ test: lint typecheck
 
 demo: $(STAMP)
 	$(BIN)/python examples/weather.py
+
+fuzz: $(STAMP)
+	FUZZ_SECONDS=$${FUZZ_SECONDS:-300} $(BIN)/pytest tests/fuzz -q -s
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks

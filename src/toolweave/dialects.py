@@ -46,8 +46,11 @@ Every dialect needs an object schema at the root of the parameters: a root `anyO
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
-from typing import Any, Literal
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, TypeVar
+
+import jsonschema
 
 from .errors import SchemaError
 from .tools.card import ToolCard
@@ -83,6 +86,33 @@ _OPENAI_MOVED = (
     "patternProperties",
 )
 _DROPPED_STRICT = ("default", "title", "$schema", "discriminator", "examples")
+
+
+_F = TypeVar("_F", bound=Callable[..., dict[str, Any]])
+
+
+def _guarded(transform: _F) -> _F:
+    """Turn a crash on a malformed schema (e.g. `"enum": "x"`) into a `SchemaError` that
+    names the first JSON Schema violation."""
+
+    @functools.wraps(transform)
+    def wrapper(schema: Mapping[str, Any]) -> dict[str, Any]:
+        try:
+            return transform(schema)
+        except (TypeError, AttributeError, KeyError, IndexError, ValueError) as e:
+            if isinstance(e, SchemaError):
+                raise
+            problem = jsonschema.exceptions.best_match(
+                jsonschema.Draft202012Validator(
+                    jsonschema.Draft202012Validator.META_SCHEMA
+                ).iter_errors(schema)
+            )
+            detail = problem.message if problem is not None else f"{type(e).__name__}: {e}"
+            raise SchemaError(f"the schema is not valid JSON Schema: {detail}") from None
+        except RecursionError:
+            raise SchemaError("the schema is nested too deeply") from None
+
+    return wrapper  # type: ignore[return-value]
 
 
 class _NotStrict(Exception):
@@ -194,6 +224,7 @@ def _strict_node(schema: Any, where: str) -> Any:
     return s
 
 
+@_guarded
 def to_openai_strict(schema: Mapping[str, Any]) -> dict[str, Any]:
     """The OpenAI strict form of an object schema; raises `SchemaError` when impossible."""
     if not _is_object(schema) or "anyOf" in schema or "oneOf" in schema:
@@ -322,6 +353,7 @@ def _anthropic_strict_node(schema: Any, where: str) -> Any:
     return s
 
 
+@_guarded
 def to_anthropic_strict(schema: Mapping[str, Any]) -> dict[str, Any]:
     """`additionalProperties: false` on every object; `SchemaError` for free-form objects."""
     out = _anthropic_strict_node(copy.deepcopy(dict(schema)), "")
@@ -396,6 +428,7 @@ def _json_schema_node(schema: Any) -> Any:
     return s
 
 
+@_guarded
 def to_gemini_json_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     """The `parametersJsonSchema` form (full JSON Schema, lightly cleaned)."""
     out = _json_schema_node(schema)
@@ -490,6 +523,7 @@ def _openapi_node(schema: Any, defs: Mapping[str, Any], stack: tuple[str, ...], 
     return s
 
 
+@_guarded
 def to_gemini_openapi(schema: Mapping[str, Any]) -> dict[str, Any]:
     """The OpenAPI-subset `parameters` form; raises `SchemaError` for recursive types."""
     defs = {**(schema.get("definitions") or {}), **(schema.get("$defs") or {})}

@@ -1,0 +1,119 @@
+"""Coverage-guided fuzz targets (atheris / libFuzzer).
+
+Run one target for a while:  python tests/fuzz/fuzz_targets.py arguments -max_total_time=60
+Targets: arguments (parse + repair + both validators), dialects (every transform on an
+arbitrary JSON schema), sse (the providers' SSE parser and stream aggregation, when present).
+Anything but the documented typed errors is a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import atheris
+
+with atheris.instrument_imports(include=["toolweave"]):
+    from toolweave import SchemaError, ToolArgumentsError, ToolCard, ToolCardError, tool
+    from toolweave.dialects import (
+        to_anthropic_strict,
+        to_gemini_json_schema,
+        to_gemini_openapi,
+        to_openai_strict,
+    )
+    from toolweave.schema import JsonSchemaArgumentsValidator, parse_arguments
+
+
+@tool
+def _sample(name: str, count: int, ratio: float = 1.0, tags: list[str] | None = None) -> str:
+    """Fuzzed tool."""
+    return name
+
+
+_SCHEMA_VALIDATOR = JsonSchemaArgumentsValidator(
+    {
+        "type": "object",
+        "properties": {
+            "q": {"type": "string"},
+            "n": {"type": "integer", "default": 3},
+            "items": {"type": "array", "items": {"type": "number"}},
+        },
+        "required": ["q"],
+    },
+    tool_name="search",
+)
+
+
+def fuzz_arguments(data: bytes) -> None:
+    """Raw argument bytes through every parsing/validation entry point."""
+    for call in (
+        lambda: parse_arguments(data),
+        lambda: _sample.prepare_inputs(data),
+        lambda: _SCHEMA_VALIDATOR.validate_json(data),
+    ):
+        try:
+            call()
+        except ToolArgumentsError as e:
+            assert e.message
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return
+    try:
+        _sample.prepare_inputs(text)
+    except ToolArgumentsError:
+        pass
+
+
+def fuzz_dialects(data: bytes) -> None:
+    """Any JSON object as a schema: every transform returns a dict or raises SchemaError."""
+    try:
+        schema: Any = json.loads(data)
+    except (ValueError, RecursionError):
+        return
+    if not isinstance(schema, dict):
+        return
+    for transform in (
+        to_openai_strict,
+        to_anthropic_strict,
+        to_gemini_openapi,
+        to_gemini_json_schema,
+    ):
+        try:
+            out = transform(schema)
+        except (SchemaError, RecursionError):
+            continue
+        assert isinstance(out, dict)
+        json.dumps(out)
+    try:
+        ToolCard(name="fuzzed", input_params=schema)
+    except ToolCardError:
+        pass
+
+
+def fuzz_sse(data: bytes) -> None:
+    """The SSE parser on arbitrary bytes, fed in two arbitrary pieces."""
+    try:
+        from toolweave.providers._sse import SSEParser  # type: ignore[attr-defined]
+    except ImportError:
+        return
+    fdp = atheris.FuzzedDataProvider(data)
+    cut = fdp.ConsumeIntInRange(0, max(0, len(data)))
+    parser = SSEParser()
+    for piece in (data[:cut], data[cut:]):
+        list(parser.feed(piece))
+
+
+TARGETS = {"arguments": fuzz_arguments, "dialects": fuzz_dialects, "sse": fuzz_sse}
+
+
+def main() -> None:
+    name = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else "arguments"
+    argv = [sys.argv[0], *[a for a in sys.argv[1:] if a != name]]
+    atheris.Setup(argv, TARGETS[name])
+    atheris.Fuzz()
+
+
+if __name__ == "__main__":
+    main()
