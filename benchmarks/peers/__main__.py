@@ -201,6 +201,9 @@ def render(runs: dict[str, dict[str, Any]], *, quick: bool, command: str) -> str
         f"{' (quick smoke run: not meaningful)' if quick else ''}. Do not edit: rerun."
     )
     add("")
+    add("Reproduce with `make bench-peers` (pinned peers in `.venv-bench/`, see")
+    add("`benchmarks/peers/requirements.txt`; adapters in `benchmarks/peers/adapters/`).")
+    add("")
     add(
         f"Machine: {platform.platform()}, {platform.machine()}, {os.cpu_count()} CPUs, "
         f"Python {platform.python_version()} ({platform.python_implementation()})."
@@ -252,6 +255,9 @@ def render(runs: dict[str, dict[str, Any]], *, quick: bool, command: str) -> str
         add(f"| {label} | " + " | ".join(cells) + " |")
     add("")
     add("## Detail")
+    add("")
+    add("`× baseline` is the ratio to the named plain baseline measured in the same process;")
+    add("`× toolweave` compares medians across processes. n/a and error rows give the reason.")
     add("")
     add(
         "| library | id | what exactly | median | p10–p90 | IQR | × baseline | × toolweave | note |"
