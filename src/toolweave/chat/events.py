@@ -20,21 +20,21 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TextDelta:
     """A piece of the answer text."""
 
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ReasoningDelta:
     """A piece of the model's visible reasoning."""
 
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PartialToolCall:
     """A fragment of a tool call as it streams: `index` orders the calls of one response;
     `id` and `name` are set on the first fragment of a call (and may repeat later)."""
@@ -45,7 +45,7 @@ class PartialToolCall:
     arguments_delta: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CompleteToolCall:
     """A tool call whose arguments are complete (it can start executing)."""
 
@@ -53,7 +53,7 @@ class CompleteToolCall:
     request: ToolExecutionRequest
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ResponseCompleted:
     """The end of the stream, with the aggregated response."""
 
