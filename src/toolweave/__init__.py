@@ -58,6 +58,7 @@ from .execution import (
     parse_arguments,
     result_to_text,
 )
+from .providers import AnthropicChatModel, GeminiChatModel, OpenAIChatModel
 from .schema import Injected, P, ToolParameters
 from .service import (
     RETHROW,
@@ -88,6 +89,7 @@ __all__ = [
     "RETHROW",
     "AbortError",
     "AiMessage",
+    "AnthropicChatModel",
     "AuthenticationError",
     "BaseChatModel",
     "CallbackFramework",
@@ -103,6 +105,7 @@ __all__ = [
     "ErrorCode",
     "FileContent",
     "FinishReason",
+    "GeminiChatModel",
     "HallucinatedToolError",
     "HallucinatedToolStrategy",
     "ImageContent",
@@ -110,6 +113,7 @@ __all__ = [
     "KeywordToolSearch",
     "LocalFunction",
     "McpError",
+    "OpenAIChatModel",
     "P",
     "PartialOutput",
     "PartialToolCall",
