@@ -68,8 +68,12 @@ class LocalPostgres:
 
     @property
     def url(self) -> str:
-        """The SQLAlchemy/psycopg URL of the `toolweave` database (created by DBOS)."""
-        return f"postgresql://postgres@127.0.0.1:{self.port}/toolweave"
+        """The URL of the `toolweave` database (DBOS creates databases on first use)."""
+        return self.url_for("toolweave")
+
+    def url_for(self, database: str) -> str:
+        """The URL of database `database` on this server."""
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
 
     def _run(self, *args: str, timeout: float = 120) -> None:
         out = subprocess.run(

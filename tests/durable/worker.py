@@ -1,0 +1,182 @@
+"""A durable worker process for the tests: builds the services, launches DBOS, serves
+until SIGTERM. Every model call and tool run appends a line to `<log>` (O_APPEND), so the
+test can count them across processes; `--hang WHAT` makes the first matching call (across
+all workers, via an O_EXCL flag file) log `hang WHAT` and block until the process is killed.
+
+    python worker.py --db URL --app APP --executor ID --log FILE [--tool-queue]
+                     [--hang model:1|lookup:a|charge] [--recover ID ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from toolweave import AiMessage, ScriptedChatModel, tool
+from toolweave.chat.request import ChatRequest
+from toolweave.durable import DurableToolService, QueueSpec, UnknownOutcome, launch, shutdown
+from toolweave.execution.requests import ToolExecutionRequest
+
+CONVERSATIONS = "tw-conversations"
+TOOLS = "tw-tools"
+
+_args: argparse.Namespace
+
+
+def log(line: str) -> None:
+    """Append one line to the shared log (atomic for short lines with O_APPEND)."""
+    fd = os.open(_args.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, (line + "\n").encode())
+    finally:
+        os.close(fd)
+
+
+def maybe_hang(what: str) -> None:
+    """Block forever if this is the configured hang point and no one has hung yet."""
+    if _args.hang != what:
+        return
+    try:
+        fd = os.open(_args.log + ".hang", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return
+    os.close(fd)
+    log(f"hang {what} {os.getpid()}")
+    while True:
+        time.sleep(3600)
+
+
+@tool(idempotent=True)
+def lookup(tag: str, key: str) -> str:
+    """Look a key up (idempotent)."""
+    log(f"lookup {tag} {key}")
+    maybe_hang(f"lookup:{key}")
+    return f"value-of-{key}"
+
+
+@tool
+def charge(tag: str, amount: int) -> str:
+    """Charge an amount (not idempotent)."""
+    log(f"charge {tag} {amount}")
+    maybe_hang("charge")
+    return f"charged {amount}"
+
+
+@tool(idempotent=True)
+def crunch(tag: str, n: int, rounds: int) -> str:
+    """CPU-bound work: `rounds` chained SHA-256 hashes."""
+    digest = f"{tag}-{n}".encode()
+    for _ in range(rounds):
+        digest = hashlib.sha256(digest).digest()
+    log(f"crunch {tag} {n}")
+    return digest.hex()[:16]
+
+
+def _call(name: str, cid: str, **args: object) -> ToolExecutionRequest:
+    import json
+
+    return ToolExecutionRequest(id=cid, name=name, arguments=json.dumps(args))
+
+
+def script(request: ChatRequest) -> AiMessage:
+    """Deterministic model: the tag is the first user message; the turn is the number of
+    AI messages so far. `kill-*`: [lookup a, lookup b] → [charge, lookup c] → answer.
+    `scale-*-R`: four `crunch` calls of R rounds → answer."""
+    tag = request.messages[0].text or ""  # type: ignore[union-attr]
+    turn = sum(1 for m in request.messages if m.type == "ai")
+    log(f"model {tag} {turn}")
+    maybe_hang(f"model:{turn}")
+    if tag.startswith("scale-"):
+        if turn == 0:
+            rounds = int(tag.rsplit("-", 1)[1])
+            return AiMessage(
+                tool_execution_requests=[
+                    _call("crunch", f"x{i}", tag=tag, n=i, rounds=rounds) for i in range(4)
+                ]
+            )
+        return AiMessage(f"{tag} done")
+    if turn == 0:
+        return AiMessage(
+            tool_execution_requests=[
+                _call("lookup", "t0a", tag=tag, key="a"),
+                _call("lookup", "t0b", tag=tag, key="b"),
+            ]
+        )
+    if turn == 1:
+        return AiMessage(
+            tool_execution_requests=[
+                _call("charge", "t1charge", tag=tag, amount=42),
+                _call("lookup", "t1c", tag=tag, key="c"),
+            ]
+        )
+    results = [m.text for m in request.messages if m.type == "tool_result"]  # type: ignore[union-attr]
+    return AiMessage(f"{tag} finished: " + " | ".join(results))
+
+
+def unknown(info: UnknownOutcome) -> None:
+    log(f"unknown {info.request.arguments} {info.request.id} {info.started_by}")
+
+
+def reconcile(info: UnknownOutcome) -> str:
+    log(f"reconcile {info.request.id}")
+    return "charged 42 (confirmed by reconciliation)"
+
+
+def build(tool_queue: bool) -> None:
+    """The services every worker registers, identically."""
+    tq = QueueSpec(TOOLS, worker_concurrency=2, polling_interval=0.05) if tool_queue else None
+    cq = QueueSpec(CONVERSATIONS, worker_concurrency=50, polling_interval=0.05)
+    DurableToolService(
+        "shop",
+        model=ScriptedChatModel(script),
+        tool_queue=tq,
+        conversation_queue=cq,
+        on_unknown_outcome=unknown,
+    ).tools(lookup, charge, crunch)
+    DurableToolService(
+        "reconciling",
+        model=ScriptedChatModel(script),
+        tool_queue=tq,
+        conversation_queue=cq,
+        on_unknown_outcome=unknown,
+        reconcilers={"charge": reconcile},
+    ).tools(lookup, charge, crunch)
+
+
+def main() -> None:
+    global _args
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--db", required=True)
+    parser.add_argument("--app", required=True)
+    parser.add_argument("--executor", required=True)
+    parser.add_argument("--log", required=True)
+    parser.add_argument("--tool-queue", action="store_true")
+    parser.add_argument("--hang", default=None)
+    parser.add_argument("--recover", nargs="*", default=[])
+    _args = parser.parse_args()
+    Path(_args.log).touch()
+    build(_args.tool_queue)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    launch(
+        _args.db,
+        app_name=_args.app,
+        executor_id=_args.executor,
+        application_version="tests-1",
+        recover_executors=_args.recover,
+        log_level="WARNING",
+    )
+    log(f"ready {_args.executor} {os.getpid()}")
+    stop.wait()
+    shutdown()
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
