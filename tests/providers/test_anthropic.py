@@ -320,8 +320,7 @@ def test_custom_parameters_and_response_format() -> None:
         and body["max_tokens"] == 4096
     )
     check_anthropic_request(body)
-    with pytest.raises(UnsupportedOptionError, match="response_format"):
-        _body(model, response_format={"type": "object"})
+    # response_format is mapped now: tests/providers/test_structured_output.py
 
 
 def test_non_streaming_thinking_kept_and_sent_back(

@@ -246,8 +246,7 @@ def test_schema_modes_and_generation_config() -> None:
     }
     del body["safetySettings"]
     check_gemini_request(body)
-    with pytest.raises(UnsupportedOptionError, match="response_format"):
-        _body(openapi, response_format={"type": "object"})
+    # response_format is mapped now: tests/providers/test_structured_output.py
 
 
 def test_messages_mapping_without_kept_parts() -> None:

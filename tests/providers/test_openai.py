@@ -369,13 +369,7 @@ def test_images_in_tool_results_are_refused_before_sending(
 def test_response_format_refused_and_tool_calling_modes(
     server: ProviderServer, openai_model: OpenAIChatModel
 ) -> None:
-    with pytest.raises(UnsupportedOptionError, match="response_format"):
-        openai_model.chat(
-            ChatRequest(
-                [UserMessage("x")], ChatRequestParameters(response_format={"type": "object"})
-            )
-        )
-    assert server.requests == []
+    # response_format is mapped now: tests/providers/test_structured_output.py
     with pytest.raises(UnsupportedOptionError, match="tool_calling"):
         OpenAIChatModel("m", api_key="k", tool_calling="constrained")
     assert OpenAIChatModel("m", api_key="k", tool_calling="native").tool_calling == "native"

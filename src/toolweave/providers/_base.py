@@ -3,6 +3,7 @@ faces, streaming plumbing)."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import AsyncIterator, Iterator, Mapping
 from types import TracebackType
@@ -14,11 +15,12 @@ from ..chat.events import StreamEvent
 from ..chat.model import BaseChatModel
 from ..chat.request import ChatRequest, ChatRequestParameters
 from ..chat.response import ChatResponse
-from ..errors import UnsupportedOptionError
+from ..errors import SchemaError, UnsupportedOptionError
+from ..schema.output import OutputSchema
 from ._http import DEFAULT_MAX_RETRIES, HttpTransport
 from ._sse import SSEEvent
 
-__all__ = ["HttpChatModel", "StreamParser", "compact_json", "merge_custom"]
+__all__ = ["HttpChatModel", "StreamParser", "compact_json", "merge_custom", "output_schema"]
 
 
 class StreamParser(Protocol):
@@ -52,6 +54,20 @@ def compact_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+@functools.lru_cache(maxsize=256)
+def _cached_output_schema(spec: Any) -> OutputSchema:
+    return OutputSchema.of(spec)
+
+
+def output_schema(spec: Any) -> OutputSchema:
+    """`OutputSchema.of(spec)`, cached for hashable specs (types); dicts are converted anew."""
+    try:
+        hash(spec)
+    except TypeError:
+        return OutputSchema.of(spec)
+    return _cached_output_schema(spec)
+
+
 class HttpChatModel(BaseChatModel):
     """Base of the HTTP providers: builds a body, sends it, parses the answer.
 
@@ -61,6 +77,8 @@ class HttpChatModel(BaseChatModel):
     """
 
     provider = "http"
+    supports_response_format = False
+    """Whether `_body` maps `ChatRequestParameters.response_format` (else it is refused)."""
 
     def __init__(
         self,
@@ -141,6 +159,15 @@ class HttpChatModel(BaseChatModel):
     def _parser(self) -> StreamParser:
         raise NotImplementedError
 
+    def _parse_for(self, request: ChatRequest, data: Any) -> ChatResponse:
+        """Parse the response to `request` (default: `_parse(data)`); for providers whose
+        parsing depends on the request (structured output through a tool)."""
+        return self._parse(data)
+
+    def _parser_for(self, request: ChatRequest) -> StreamParser:
+        """The stream parser for `request` (default: `_parser()`)."""
+        return self._parser()
+
     def _error_class(self, status: int, body: str) -> Any:
         return None
 
@@ -148,14 +175,24 @@ class HttpChatModel(BaseChatModel):
         """The error for an option this provider cannot honour."""
         return UnsupportedOptionError(self.provider, option, reason)
 
+    def output_schema(self, params: ChatRequestParameters) -> OutputSchema | None:
+        """The `OutputSchema` of `params.response_format` (None when unset); a schema that
+        cannot be built is a `SchemaError` naming the provider and the option."""
+        if params.response_format is None:
+            return None
+        try:
+            return output_schema(params.response_format)
+        except SchemaError as e:
+            raise SchemaError(f"{self.provider}: response_format: {e.message}") from None
+
     # building -----------------------------------------------------------------------------
     def build_request_body(self, request: ChatRequest, *, stream: bool = False) -> dict[str, Any]:
         """The JSON body that would be sent for `request` (custom parameters merged last)."""
         params = self.default_parameters.override(request.parameters)
         model = params.model or self.model
-        if params.response_format is not None:
+        if params.response_format is not None and not self.supports_response_format:
             raise self.unsupported(
-                "response_format", "structured output is not mapped by this provider yet"
+                "response_format", f"structured output is not mapped by {type(self).__name__}"
             )
         body = self._body(request, params, model, stream)
         if params.custom_parameters:
@@ -175,20 +212,21 @@ class HttpChatModel(BaseChatModel):
     def chat(self, request: ChatRequest) -> ChatResponse:
         """Send `request` and return the full response (sync HTTP client)."""
         url, body = self._prepare(request, False)
-        return self._parse(self._http.post_json(url, body))
+        return self._parse_for(request, self._http.post_json(url, body))
 
     async def achat(self, request: ChatRequest) -> ChatResponse:
         """Send `request` and return the full response (async HTTP client)."""
         url, body = self._prepare(request, False)
-        return self._parse(await self._http.apost_json(url, body))
+        return self._parse_for(request, await self._http.apost_json(url, body))
 
     def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
         """Send `request` with streaming; yield events as they arrive (sync)."""
         url, body = self._prepare(request, True)
-        return self._stream(url, body)
+        return self._stream(url, body, self._parser_for(request))
 
-    def _stream(self, url: str, body: dict[str, Any]) -> Iterator[StreamEvent]:
-        parser = self._parser()
+    def _stream(
+        self, url: str, body: dict[str, Any], parser: StreamParser
+    ) -> Iterator[StreamEvent]:
         for sse in self._http.stream_events(url, body):
             yield from parser.feed(sse)
         yield from parser.finish()
@@ -196,10 +234,11 @@ class HttpChatModel(BaseChatModel):
     def astream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """Send `request` with streaming; yield events as they arrive (async)."""
         url, body = self._prepare(request, True)
-        return self._astream(url, body)
+        return self._astream(url, body, self._parser_for(request))
 
-    async def _astream(self, url: str, body: dict[str, Any]) -> AsyncIterator[StreamEvent]:
-        parser = self._parser()
+    async def _astream(
+        self, url: str, body: dict[str, Any], parser: StreamParser
+    ) -> AsyncIterator[StreamEvent]:
         events = self._http.astream_events(url, body)
         try:
             async for sse in events:

@@ -23,8 +23,8 @@ from ..chat.events import (
 from ..chat.messages import AiMessage, SystemMessage, ToolExecutionResultMessage, UserMessage
 from ..chat.request import ChatRequest, ChatRequestParameters, ToolChoice
 from ..chat.response import ChatResponse, FinishReason, TokenUsage
-from ..dialects import openai_tool
-from ..errors import UnsupportedOptionError
+from ..dialects import openai_tool, to_openai_strict
+from ..errors import SchemaError, UnsupportedOptionError
 from ..execution.content import FileContent, ImageContent, TextContent
 from ..execution.requests import ToolExecutionRequest
 from ._base import HttpChatModel
@@ -74,6 +74,43 @@ def _arguments_text(raw: Any) -> str:
         return raw
     # Some servers (Ollama) send the arguments as an object.
     return json.dumps(raw, ensure_ascii=False)
+
+
+def _accepts_null(schema: Any) -> bool:
+    if not isinstance(schema, Mapping):
+        return True
+    t = schema.get("type")
+    if t == "null" or (isinstance(t, list) and "null" in t):
+        return True
+    if None in (schema.get("enum") or ()):
+        return True
+    return any(_accepts_null(b) for b in schema.get("anyOf") or schema.get("oneOf") or ())
+
+
+def _optional_not_nullable(schema: Any) -> bool:
+    """Whether some object has an optional property that does not accept null: OpenAI's
+    strict form makes it required and nullable, so the model could send a `null` that the
+    answer's validator rejects; such a schema is sent non-strict."""
+    if isinstance(schema, list):
+        return any(_optional_not_nullable(s) for s in schema)
+    if not isinstance(schema, Mapping):
+        return False
+    props = schema.get("properties")
+    if isinstance(props, Mapping):
+        required = set(schema.get("required") or ())
+        if any(n not in required and not _accepts_null(p) for n, p in props.items()):
+            return True
+    children: list[Any] = []
+    for key in ("properties", "$defs", "definitions"):
+        if isinstance(schema.get(key), Mapping):
+            children.extend(schema[key].values())
+    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+        if isinstance(schema.get(key), list):
+            children.extend(schema[key])
+    for key in ("items", "additionalProperties"):
+        if isinstance(schema.get(key), Mapping):
+            children.append(schema[key])
+    return any(_optional_not_nullable(child) for child in children)
 
 
 class _Call:
@@ -383,6 +420,7 @@ class OpenAIChatModel(HttpChatModel):
     """
 
     provider = PROVIDER
+    supports_response_format = True
 
     def __init__(
         self,
@@ -466,11 +504,30 @@ class OpenAIChatModel(HttpChatModel):
                 body["tool_choice"] = self._tool_choice(choice, tools)
         if params.parallel_tool_calls is not None and tools:
             body["parallel_tool_calls"] = params.parallel_tool_calls
+        if params.response_format is not None:
+            body["response_format"] = self._response_format(params)
         if stream:
             body["stream"] = True
             if self.stream_usage:
                 body["stream_options"] = {"include_usage": True}
         return body
+
+    def _response_format(self, params: ChatRequestParameters) -> dict[str, Any]:
+        """Structured output: `{"type": "json_schema", "json_schema": {name, schema,
+        strict}}`, strict (in OpenAI's strict form) when the schema allows it."""
+        output = self.output_schema(params)
+        assert output is not None
+        schema, strict = output.json_schema, False
+        if not _optional_not_nullable(schema):
+            try:
+                schema, strict = to_openai_strict(schema), True
+            except SchemaError:
+                pass
+        spec: dict[str, Any] = {"name": output.name, "schema": schema, "strict": strict}
+        description = output.json_schema.get("description")
+        if isinstance(description, str) and description:
+            spec["description"] = description
+        return {"type": "json_schema", "json_schema": spec}
 
     def _tool_choice(self, choice: ToolChoice, tools: tuple[Any, ...]) -> Any:
         if choice.mode == "tool":
