@@ -18,6 +18,8 @@ import threading
 import time
 from pathlib import Path
 
+from dbos import DBOS
+
 from toolweave import AiMessage, ScriptedChatModel, tool
 from toolweave.chat.request import ChatRequest
 from toolweave.durable import DurableToolService, QueueSpec, UnknownOutcome, launch, shutdown
@@ -74,7 +76,7 @@ def crunch(tag: str, n: int, rounds: int) -> str:
     digest = f"{tag}-{n}".encode()
     for _ in range(rounds):
         digest = hashlib.sha256(digest).digest()
-    log(f"crunch {tag} {n}")
+    log(f"crunch {tag} {n} {DBOS.executor_id}")
     return digest.hex()[:16]
 
 

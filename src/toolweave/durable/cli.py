@@ -1,0 +1,145 @@
+"""`toolweave runs list|show|cancel|resume`: operate durable conversations.
+
+`runs_app` is a `typer.Typer`; the main `toolweave` CLI mounts it as `runs` when
+`toolweave.durable` imports. The database comes from `--db` or `TOOLWEAVE_DURABLE_DB`;
+`--app` (or `TOOLWEAVE_DURABLE_APP`, default "toolweave") must match the workers' app name.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from .ops import ConversationClient, ConversationInfo
+
+__all__ = ["runs_app"]
+
+runs_app = typer.Typer(
+    name="runs",
+    help="List, inspect, cancel and resume durable conversations.",
+    no_args_is_help=True,
+)
+
+Db = Annotated[
+    str,
+    typer.Option(
+        "--db", envvar="TOOLWEAVE_DURABLE_DB", help="PostgreSQL URL of the DBOS database."
+    ),
+]
+App = Annotated[
+    str,
+    typer.Option("--app", envvar="TOOLWEAVE_DURABLE_APP", help="The workers' DBOS app name."),
+]
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+
+
+def _client(db: str, app: str) -> ConversationClient:
+    try:
+        return ConversationClient(db, app_name=app)
+    except Exception as e:
+        typer.echo(f"error: cannot open the database: {e}", err=True)
+        raise typer.Exit(2) from e
+
+
+def _row(info: ConversationInfo) -> str:
+    return (
+        f"{info.conversation_id:<40} {info.status:<10} {info.service:<16} "
+        f"{info.updated_at or '':<32} {info.executor_id or ''}"
+    )
+
+
+@runs_app.command("list")
+def list_runs(
+    db: Db,
+    app: App = "toolweave",
+    status: Annotated[
+        list[str] | None, typer.Option("--status", help="Only these statuses (repeatable).")
+    ] = None,
+    service: Annotated[str | None, typer.Option("--service", help="Only this service.")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1)] = 50,
+    as_json: AsJson = False,
+) -> None:
+    """List conversations, newest first."""
+    with _client(db, app) as client:
+        found = client.list(status=status or None, service=service, limit=limit)
+    if as_json:
+        typer.echo(json.dumps([i.to_json() for i in found], indent=2))
+        return
+    typer.echo(f"{'CONVERSATION':<40} {'STATUS':<10} {'SERVICE':<16} {'UPDATED':<32} EXECUTOR")
+    for info in found:
+        typer.echo(_row(info))
+
+
+def _show_text(info: ConversationInfo) -> None:
+    typer.echo(f"conversation  {info.conversation_id}")
+    typer.echo(f"service       {info.service}")
+    typer.echo(f"status        {info.status}")
+    typer.echo(f"created       {info.created_at}")
+    typer.echo(f"updated       {info.updated_at}")
+    typer.echo(f"executor      {info.executor_id}")
+    if info.error:
+        typer.echo(f"error         {info.error}")
+    typer.echo(f"messages      {info.message_count}  tool results {info.tool_calls}")
+    if info.unknown_outcomes:
+        typer.echo(f"UNKNOWN OUTCOMES  {', '.join(info.unknown_outcomes)}")
+    if info.final_text is not None:
+        typer.echo(f"answer        {info.final_text}")
+    for step in info.steps or ():
+        child = f" -> {step.child_workflow_id}" if step.child_workflow_id else ""
+        error = f"  ERROR {step.error}" if step.error else ""
+        typer.echo(f"  step {step.step_id:>3} {step.name}{child}{error}")
+
+
+@runs_app.command("show")
+def show_run(
+    conversation_id: Annotated[str, typer.Argument(help="The conversation (workflow) id.")],
+    db: Db,
+    app: App = "toolweave",
+    as_json: AsJson = False,
+) -> None:
+    """Show one conversation: status, history so far, recorded steps."""
+    with _client(db, app) as client:
+        try:
+            info = client.show(conversation_id)
+        except KeyError as e:
+            typer.echo(f"error: {e.args[0]}", err=True)
+            raise typer.Exit(1) from e
+    if as_json:
+        typer.echo(json.dumps(info.to_json(), indent=2))
+    else:
+        _show_text(info)
+
+
+def _control(conversation_id: str, db: str, app: str, action: str) -> None:
+    with _client(db, app) as client:
+        try:
+            client.show(conversation_id, steps=False)
+        except KeyError as e:
+            typer.echo(f"error: {e.args[0]}", err=True)
+            raise typer.Exit(1) from e
+        operation: Any = client.cancel if action == "cancel" else client.resume
+        operation(conversation_id)
+        status = client.show(conversation_id, steps=False).status
+    typer.echo(json.dumps({"conversation_id": conversation_id, "action": action, "status": status}))
+
+
+@runs_app.command("cancel")
+def cancel_run(
+    conversation_id: Annotated[str, typer.Argument(help="The conversation (workflow) id.")],
+    db: Db,
+    app: App = "toolweave",
+) -> None:
+    """Cancel a conversation (a step already running finishes; nothing new starts)."""
+    _control(conversation_id, db, app, "cancel")
+
+
+@runs_app.command("resume")
+def resume_run(
+    conversation_id: Annotated[str, typer.Argument(help="The conversation (workflow) id.")],
+    db: Db,
+    app: App = "toolweave",
+) -> None:
+    """Resume a cancelled or failed conversation from its last recorded step."""
+    _control(conversation_id, db, app, "resume")
