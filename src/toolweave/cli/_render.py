@@ -1,0 +1,67 @@
+"""Printing a conversation as it happens: streamed text, tool calls and their results."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from ..chat import ReasoningDelta, TextDelta
+from ..service import ChatCompleted, ToolChatResult, ToolExecutionFinished, ToolExecutionStarted
+
+__all__ = ["render_stream"]
+
+_MAX_RESULT = 400
+
+
+def _short(text: str, limit: int = _MAX_RESULT) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def render_stream(
+    events: Iterable[Any], console: Console, *, show_reasoning: bool = False
+) -> ToolChatResult | None:
+    """Print the events of `ToolService.chat_stream` and return the final result."""
+    in_text = False
+    result: ToolChatResult | None = None
+
+    def end_text() -> None:
+        nonlocal in_text
+        if in_text:
+            console.print()
+            in_text = False
+
+    for event in events:
+        if isinstance(event, TextDelta):
+            if not in_text:
+                console.print("[bold green]assistant>[/] ", end="")
+                in_text = True
+            console.print(event.text, end="", markup=False, highlight=False, soft_wrap=True)
+            console.file.flush()
+        elif isinstance(event, ReasoningDelta) and show_reasoning:
+            console.print(event.text, end="", style="dim", markup=False, soft_wrap=True)
+        elif isinstance(event, ToolExecutionStarted):
+            end_text()
+            r = event.request
+            console.print(
+                f"[bold cyan]tool call[/] {escape(r.name)}({escape(r.arguments)}) "
+                f"[dim]id={escape(r.id)}[/]",
+                soft_wrap=True,
+            )
+        elif isinstance(event, ToolExecutionFinished):
+            end_text()
+            ex = event.execution
+            style = "red" if ex.result.is_error else "magenta"
+            label = "tool error" if ex.result.is_error else "tool result"
+            console.print(
+                f"[bold {style}]{label}[/] [dim]id={escape(ex.request.id)}[/] "
+                f"{escape(_short(ex.result_text))}",
+                soft_wrap=True,
+            )
+        elif isinstance(event, ChatCompleted):
+            end_text()
+            result = event.result
+    end_text()
+    return result

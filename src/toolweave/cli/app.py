@@ -1,0 +1,299 @@
+"""The `toolweave` command line (typer + rich)."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.syntax import Syntax
+
+from .. import dialects
+from ..chat import ChatMessage, ChatRequestParameters, SystemMessage, UserMessage
+from ..errors import ToolweaveError
+from ..execution import DefaultToolExecutor, ToolExecutionRequest
+from ..service import ToolService
+from ..tools import Tool
+from ._load import CliError, load_tools
+from ._models import open_model, pick_provider
+from ._render import render_stream
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="toolweave",
+    help=(
+        "Turn Python functions into LLM tools: print their schemas in any provider's "
+        "dialect, call them, chat with a model that uses them, or serve them over MCP."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+mcp_app = typer.Typer(help="Expose tools as an MCP server.", no_args_is_help=True)
+app.add_typer(mcp_app, name="mcp")
+
+try:  # durable conversations, when that part of toolweave is present
+    app.add_typer(importlib.import_module("toolweave.durable.cli").runs_app, name="runs")
+except Exception:  # pragma: no cover - optional
+    pass
+
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+TOOLS_HELP = (
+    "Where the tools are: MODULE (a dotted module name or a .py file; every @tool in it) "
+    "or MODULE:OBJECT (a tool, a list of tools, a function, or a class/instance with @tool "
+    "methods)."
+)
+
+
+@contextlib.contextmanager
+def _errors() -> Iterator[None]:
+    """Report errors in one line and exit 1 (set TOOLWEAVE_DEBUG=1 for the traceback)."""
+    try:
+        yield
+    except (typer.Exit, typer.Abort, KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as e:
+        if os.environ.get("TOOLWEAVE_DEBUG"):
+            raise
+        message = (
+            str(e) if isinstance(e, (CliError, ToolweaveError)) else f"{type(e).__name__}: {e}"
+        )
+        lines = [line.strip(" -") for line in message.splitlines() if line.strip()]
+        one_line = "; ".join(lines).replace(":;", ":") if lines else type(e).__name__
+        err.print(f"[bold red]error:[/] {escape(one_line)}", soft_wrap=True)
+        raise typer.Exit(1) from None
+
+
+class Dialect(StrEnum):
+    """Provider dialects of a tool declaration."""
+
+    openai = "openai"
+    openai_strict = "openai-strict"
+    responses = "responses"
+    anthropic = "anthropic"
+    gemini = "gemini"
+
+
+def declaration(tool: Tool, dialect: Dialect) -> dict[str, Any]:
+    """`tool`'s declaration in `dialect`."""
+    card = tool.card
+    if dialect is Dialect.openai:
+        return dialects.openai_tool(card)
+    if dialect is Dialect.openai_strict:
+        return dialects.openai_tool(card, strict=True)
+    if dialect is Dialect.responses:
+        return dialects.openai_responses_tool(card)
+    if dialect is Dialect.anthropic:
+        return dialects.anthropic_tool(card)
+    return dialects.gemini_function_declaration(card)
+
+
+def _print_json(value: Any) -> None:
+    text = json.dumps(value, indent=2, ensure_ascii=False)
+    if out.is_terminal:
+        out.print(Syntax(text, "json", background_color="default"))
+    else:
+        sys.stdout.write(text + "\n")
+
+
+@app.command()
+def schema(
+    tools: Annotated[str, typer.Argument(metavar="MODULE[:OBJECT]", help=TOOLS_HELP)],
+    dialect: Annotated[
+        Dialect, typer.Option("--dialect", "-d", help="Which provider's format.")
+    ] = Dialect.openai,
+) -> None:
+    """Print the tools' declarations (a JSON list) in a provider's dialect."""
+    with _errors():
+        loaded = load_tools(tools)
+        _print_json([declaration(t, dialect) for t in loaded])
+
+
+@app.command()
+def call(
+    tools: Annotated[str, typer.Argument(metavar="MODULE[:OBJECT]", help=TOOLS_HELP)],
+    tool_name: Annotated[str, typer.Argument(metavar="TOOL", help="The tool's name.")],
+    arguments: Annotated[
+        str, typer.Argument(metavar="JSON", help="The arguments, a JSON object.")
+    ] = "{}",
+) -> None:
+    """Run one tool with JSON arguments and print its result."""
+    with _errors():
+        loaded = {t.card.name: t for t in load_tools(tools)}
+        target = loaded.get(tool_name)
+        if target is None:
+            raise CliError(
+                f"no tool named {tool_name!r} in {tools}; available: {', '.join(sorted(loaded))}"
+            )
+        try:
+            parsed = json.loads(arguments)
+        except json.JSONDecodeError as e:
+            raise CliError(f"invalid JSON arguments: {e}") from None
+        if not isinstance(parsed, dict):
+            raise CliError(f"the arguments must be a JSON object, got {type(parsed).__name__}")
+        request = ToolExecutionRequest(name=tool_name, arguments=json.dumps(parsed))
+        result = DefaultToolExecutor(target).execute_with_result(request)
+        if result.is_error:
+            raise CliError(f"tool {tool_name!r} failed: {result.result_text()}")
+        sys.stdout.write(result.result_text() + "\n")
+
+
+@app.command()
+def chat(
+    tools: Annotated[
+        str, typer.Option("--tools", "-t", metavar="MODULE[:OBJECT]", help=TOOLS_HELP)
+    ],
+    provider: Annotated[
+        str,
+        typer.Option(
+            "--provider",
+            "-p",
+            help="openai, anthropic, gemini, local (llama-server, built on first use), auto "
+            "(a cloud provider whose API key is set, else local), or MODULE:OBJECT naming a "
+            "ChatModel.",
+        ),
+    ] = "auto",
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", help="Model name (provider default if unset).")
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option("--base-url", help="Endpoint for an OpenAI-compatible server."),
+    ] = None,
+    system: Annotated[str | None, typer.Option("--system", help="A system prompt.")] = None,
+    message: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--message", "-M", help="Send this message instead of prompting (repeatable)."
+        ),
+    ] = None,
+    temperature: Annotated[float | None, typer.Option(help="Sampling temperature.")] = None,
+    max_rounds: Annotated[int, typer.Option(help="Tool rounds allowed per message.")] = 10,
+) -> None:
+    """Chat with a model that can call the tools; tool calls and results show as they happen.
+
+    Interactive unless --message is given; an empty line, `exit` or Ctrl-D ends it.
+    """
+    with _errors():
+        loaded = load_tools(tools)
+        service = ToolService(max_tool_calling_round_trips=max_rounds).tools(*loaded)
+        params = ChatRequestParameters(temperature=temperature)
+        history: list[ChatMessage] = [SystemMessage(system)] if system else []
+        with open_model(provider, model, console=err, base_url=base_url) as (chat_model, what):
+            err.print(f"[dim]{escape(what)} · tools: {', '.join(t.card.name for t in loaded)}[/]")
+            inputs: Iterator[str] = iter(message) if message else _prompt()
+            for text in inputs:
+                out.print(f"[bold blue]user>[/] {escape(text)}" if message else "", end="")
+                if message:
+                    out.print()
+                history.append(UserMessage(text))
+                result = render_stream(service.chat_stream(chat_model, params, history), out)
+                if result is not None:
+                    history = list(result.messages)
+
+
+def _prompt() -> Iterator[str]:
+    while True:
+        try:
+            text = out.input("[bold blue]user>[/] ")
+        except EOFError:
+            out.print()
+            return
+        if text.strip() in ("", "exit", "quit"):
+            return
+        yield text
+
+
+class Transport(StrEnum):
+    """MCP transports."""
+
+    stdio = "stdio"
+    http = "http"
+    sse = "sse"
+
+
+@mcp_app.command("serve")
+def mcp_serve(
+    tools: Annotated[str, typer.Argument(metavar="MODULE[:OBJECT]", help=TOOLS_HELP)],
+    transport: Annotated[
+        Transport,
+        typer.Option(
+            help="stdio (for a client that starts this process), http (streamable "
+            "HTTP at /mcp) or sse."
+        ),
+    ] = Transport.stdio,
+    host: Annotated[str, typer.Option(help="HTTP bind address.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="HTTP port.")] = 8000,
+    path: Annotated[str | None, typer.Option(help="HTTP path (/mcp or /sse by default).")] = None,
+    name: Annotated[str, typer.Option(help="The server's name.")] = "toolweave",
+) -> None:
+    """Serve the tools as an MCP server until stopped."""
+    with _errors():
+        loaded = load_tools(tools)
+        try:
+            from ..mcp import serve_mcp
+        except ImportError as e:
+            raise CliError(str(e)) from None
+        wire = "streamable-http" if transport is Transport.http else transport.value
+        if transport is not Transport.stdio:
+            err.print(f"[dim]MCP server {name!r} on http://{host}:{port} ({wire})[/]")
+        with contextlib.suppress(KeyboardInterrupt):
+            serve_mcp(loaded, wire, host=host, port=port, path=path, name=name)  # type: ignore[arg-type]
+
+
+@app.command()
+def demo(
+    provider: Annotated[
+        str,
+        typer.Option(
+            "--provider",
+            "-p",
+            help="auto: a cloud provider whose API key is set (OPENAI_API_KEY, "
+            "ANTHROPIC_API_KEY, GEMINI_API_KEY), else the local model.",
+        ),
+    ] = "auto",
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model name.")] = None,
+    question: Annotated[str | None, typer.Option(help="Ask something else.")] = None,
+) -> None:
+    """The weather example end to end: a real model calls get_weather and answers."""
+    from ._demo import LOCAL_QUESTION, SEED_QUESTION, get_weather
+
+    with _errors():
+        chosen = pick_provider(provider)
+        ask = question or (LOCAL_QUESTION if chosen == "local" else SEED_QUESTION)
+        service = ToolService(max_tool_calling_round_trips=4).tools(get_weather)
+        params = ChatRequestParameters(temperature=0)
+        with open_model(chosen, model, console=err) as (chat_model, what):
+            out.print(f"[dim]model: {escape(what)}[/]")
+            out.print("[dim]tool:[/] get_weather(city: str)")
+            out.print(f"[bold blue]user>[/] {escape(ask)}")
+            started = time.monotonic()
+            result = render_stream(service.chat_stream(chat_model, params, [UserMessage(ask)]), out)
+            if result is None:
+                raise CliError("the conversation ended without a result")
+            usage = result.token_usage
+            tokens = f", {usage.total_tokens} tokens" if usage and usage.total_tokens else ""
+            out.print(
+                f"[dim]{len(result.tool_executions)} tool call(s), "
+                f"{len(result.messages)} messages, {time.monotonic() - started:.1f} s{tokens}[/]"
+            )
+            if not result.tool_executions:
+                raise CliError("the model answered without calling get_weather")
+
+
+def main() -> None:
+    """The `toolweave` entry point."""
+    app()

