@@ -280,6 +280,21 @@ class HttpTransport:
             code=ErrorCode.PROVIDER_RESPONSE_INVALID,
         )
 
+    def not_a_stream(self, content_type: str, body: bytes) -> ProviderError:
+        """The error for a 2xx answer to a stream request that is not an event stream (a JSON
+        error object, an HTML page): the server's own message, not "the stream ended"."""
+        text = body.decode("utf-8", "replace")
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and data.get("error"):
+            return self.stream_error(data["error"])
+        excerpt = " ".join(text.split())[:MESSAGE_EXCERPT_CHARS]
+        return self.protocol_error(
+            f"expected an event stream, got {content_type or 'no content type'}: {excerpt!r}"
+        )
+
     def _connection_error(self, exc: BaseException, during_stream: bool = False) -> ProviderError:
         kind = "timed out" if isinstance(exc, httpx2.TimeoutException) else "connection error"
         where = " during the stream (not retried)" if during_stream else ""
@@ -375,6 +390,14 @@ class HttpTransport:
                     finally:
                         response.close()
                     self._check(response, content, attempt)
+                elif _not_sse(response):
+                    try:
+                        content = _read_some(response.iter_bytes())
+                    except _RETRYABLE_EXCEPTIONS:
+                        content = b""
+                    finally:
+                        response.close()
+                    raise self.not_a_stream(response.headers.get("content-type", ""), content)
             except _Retry as r:
                 self.sleep(r.delay)
                 attempt += 1
@@ -439,6 +462,14 @@ class HttpTransport:
                     finally:
                         await response.aclose()
                     self._check(response, content, attempt)
+                elif _not_sse(response):
+                    try:
+                        content = await _aread_some(response.aiter_bytes())
+                    except _RETRYABLE_EXCEPTIONS:
+                        content = b""
+                    finally:
+                        await response.aclose()
+                    raise self.not_a_stream(response.headers.get("content-type", ""), content)
             except _Retry as r:
                 await self.asleep(r.delay)
                 attempt += 1
@@ -464,6 +495,34 @@ class HttpTransport:
             raise self.protocol_error(
                 f"the response is not JSON: {content[:200].decode('utf-8', 'replace')!r}"
             ) from None
+
+
+_NOT_A_STREAM_READ = 64 * 1024
+
+
+def _not_sse(response: httpx2.Response) -> bool:
+    """A 2xx answer to a stream request that is clearly not an event stream: JSON or HTML.
+    (Other or missing content types are parsed as SSE; some servers mislabel their streams.)"""
+    ctype = response.headers.get("content-type", "").lower()
+    return "json" in ctype or "html" in ctype
+
+
+def _read_some(chunks: Iterator[bytes]) -> bytes:
+    out = bytearray()
+    for chunk in chunks:
+        out += chunk
+        if len(out) >= _NOT_A_STREAM_READ:
+            break
+    return bytes(out[:_NOT_A_STREAM_READ])
+
+
+async def _aread_some(chunks: AsyncIterator[bytes]) -> bytes:
+    out = bytearray()
+    async for chunk in chunks:
+        out += chunk
+        if len(out) >= _NOT_A_STREAM_READ:
+            break
+    return bytes(out[:_NOT_A_STREAM_READ])
 
 
 def _error_message(text: str) -> str:
