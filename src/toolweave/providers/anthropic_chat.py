@@ -20,18 +20,26 @@ from ..chat.events import (
 from ..chat.messages import AiMessage, SystemMessage, ToolExecutionResultMessage, UserMessage
 from ..chat.request import ChatRequest, ChatRequestParameters, ToolChoice
 from ..chat.response import ChatResponse, FinishReason, TokenUsage
-from ..dialects import anthropic_tool
+from ..dialects import anthropic_tool, to_anthropic_strict
+from ..errors import SchemaError
 from ..execution.content import ContentPart, FileContent, ImageContent, TextContent
 from ..execution.requests import ToolExecutionRequest
+from ..schema.output import OutputSchema
 from ._base import HttpChatModel, compact_json
 from ._http import DEFAULT_MAX_RETRIES, HttpTransport
 from ._sse import SSEEvent
 
-__all__ = ["AnthropicChatModel", "AnthropicStreamParser"]
+__all__ = ["ANSWER_TOOL", "AnthropicChatModel", "AnthropicStreamParser"]
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
 PROVIDER = "anthropic"
+ANSWER_TOOL = "final_answer"
+"""The tool through which Anthropic gives a structured answer (`response_format`)."""
+_ANSWER_DESCRIPTION = (
+    "Give your final answer by calling this tool: its input is the answer. Call it once, "
+    "after any other tools you need, instead of answering in text."
+)
 
 _FINISH = {
     "end_turn": FinishReason.STOP,
@@ -46,6 +54,14 @@ _THINKING_TYPES = ("thinking", "redacted_thinking")
 
 def _finish_reason(raw: str | None) -> FinishReason | None:
     return None if raw is None else _FINISH.get(raw, FinishReason.OTHER)
+
+
+def _answer_finish(raw: str | None, answered: bool, has_calls: bool) -> FinishReason | None:
+    """A response whose only tool call is the answer tool is a final answer: STOP."""
+    reason = _finish_reason(raw)
+    if answered and not has_calls and reason is FinishReason.TOOL_EXECUTION:
+        return FinishReason.STOP
+    return reason
 
 
 def _usage(raw: Mapping[str, Any] | None) -> TokenUsage | None:
@@ -81,6 +97,50 @@ def _input_json(raw: Any) -> str:
     return compact_json(raw)
 
 
+def _answer_schema(output: OutputSchema) -> tuple[dict[str, Any], bool]:
+    """The answer tool's `input_schema`, and whether the answer is wrapped: a schema that is
+    not an object becomes `{"value": <schema>}` (tool inputs are objects)."""
+    schema = output.json_schema
+    if schema.get("type") == "object" and not any(k in schema for k in ("anyOf", "oneOf")):
+        return schema, False
+    inner = {k: v for k, v in schema.items() if k not in ("$defs", "definitions", "$schema")}
+    wrapper: dict[str, Any] = {
+        "type": "object",
+        "properties": {"value": inner},
+        "required": ["value"],
+        "additionalProperties": False,
+    }
+    for key in ("$defs", "definitions"):
+        if key in schema:
+            wrapper[key] = schema[key]
+    return wrapper, True
+
+
+def _answer_text(raw: Any, wrapped: bool) -> str:
+    """The answer as JSON text: the tool input (a dict or its JSON text), unwrapped."""
+    if isinstance(raw, str):
+        if not wrapped:
+            return raw if raw.strip() else "{}"
+        try:
+            value: Any = json.loads(raw)
+        except ValueError:
+            return raw
+        raw = value
+    if wrapped and isinstance(raw, dict) and "value" in raw:
+        return compact_json(raw["value"])
+    return compact_json(raw if raw is not None else {})
+
+
+class _Answer:
+    """How a response carries a structured answer: the tool name, and whether wrapped."""
+
+    __slots__ = ("name", "wrapped")
+
+    def __init__(self, name: str, wrapped: bool) -> None:
+        self.name = name
+        self.wrapped = wrapped
+
+
 class _Block:
     __slots__ = ("data", "kind", "parts", "tool_index")
 
@@ -98,10 +158,15 @@ class AnthropicStreamParser:
     independent of the content-block index; `input_json_delta` fragments are appended per
     block; a tool call completes at its `content_block_stop` (empty input → `"{}"`).
     Thinking blocks (text + signature, or redacted data) are kept for the next turn.
+    With `answer` (structured output), the answer tool's `input_json_delta` fragments become
+    `TextDelta`s (a wrapped answer comes whole at its `content_block_stop`) and the answer is
+    the message text, not a tool call; text written before it is dropped.
     """
 
-    def __init__(self, transport: HttpTransport) -> None:
+    def __init__(self, transport: HttpTransport, answer: _Answer | None = None) -> None:
         self._transport = transport
+        self._answer = answer
+        self._answered = False
         self._blocks: dict[int, _Block] = {}
         self._text: list[str] = []
         self._reasoning: list[str] = []
@@ -162,7 +227,15 @@ class AnthropicStreamParser:
     def _start(self, index: int, block: dict[str, Any], events: list[StreamEvent]) -> None:
         kind = block.get("type", "")
         tool_index = None
-        if kind == "tool_use":
+        if (
+            kind == "tool_use"
+            and self._answer is not None
+            and block.get("name") == self._answer.name
+        ):
+            kind = "answer"
+            if not self._answered:
+                self._text.clear()
+        elif kind == "tool_use":
             tool_index = self._tool_count
             self._tool_count += 1
             events.append(PartialToolCall(tool_index, block.get("id"), block.get("name"), ""))
@@ -189,7 +262,12 @@ class AnthropicStreamParser:
                 events.append(TextDelta(text))
         elif kind == "input_json_delta":
             piece = delta.get("partial_json") or ""
-            if piece and buf.tool_index is not None:
+            if piece and buf.kind == "answer":
+                buf.parts.append(piece)
+                if self._answer is not None and not self._answer.wrapped:
+                    self._text.append(piece)
+                    events.append(TextDelta(piece))
+            elif piece and buf.tool_index is not None:
                 buf.parts.append(piece)
                 events.append(PartialToolCall(buf.tool_index, None, None, piece))
         elif kind == "thinking_delta":
@@ -205,7 +283,19 @@ class AnthropicStreamParser:
         buf = self._blocks.get(index)
         if buf is None:
             return
-        if buf.kind == "tool_use" and buf.tool_index is not None:
+        if buf.kind == "answer" and self._answer is not None:
+            self._answered = True
+            raw = "".join(buf.parts)
+            if not raw.strip():
+                # A proxy may put the whole input in content_block_start.
+                text = _answer_text(buf.data.get("input"), self._answer.wrapped)
+            elif self._answer.wrapped:
+                text = _answer_text(raw, True)
+            else:
+                return
+            self._text.append(text)
+            events.append(TextDelta(text))
+        elif buf.kind == "tool_use" and buf.tool_index is not None:
             args = "".join(buf.parts)
             if not args.strip():
                 # A proxy may put the whole input in content_block_start.
@@ -246,7 +336,7 @@ class AnthropicStreamParser:
             metadata["stop_sequence"] = self._stop_sequence
         response = ChatResponse(
             message,
-            finish_reason=_finish_reason(self._stop_reason),
+            finish_reason=_answer_finish(self._stop_reason, self._answered, bool(requests)),
             usage=_usage(self._usage),
             model=self._model,
             id=self._id,
@@ -262,9 +352,12 @@ class AnthropicChatModel(HttpChatModel):
     `ANTHROPIC_API_KEY` and is sent as `x-api-key`, with `anthropic-version: 2023-06-01`.
     `max_tokens` (required by the API) applies when the request sets none. `strict_tools` is
     the strict default for cards whose `strict` is None (None: not strict).
+    `response_format` is honoured through a forced answer tool (`ANSWER_TOOL`, see
+    docs/structured-output.md).
     """
 
     provider = PROVIDER
+    supports_response_format = True
 
     def __init__(
         self,
@@ -329,7 +422,25 @@ class AnthropicChatModel(HttpChatModel):
         if params.stop:
             body["stop_sequences"] = list(params.stop)
         tools = params.tools or ()
-        if tools:
+        output = self.output_schema(params)
+        if output is not None:
+            if any(card.name == ANSWER_TOOL for card in tools):
+                raise self.unsupported(
+                    "response_format",
+                    f"the request already has a tool named {ANSWER_TOOL!r}, the name of the "
+                    "tool that carries the structured answer; rename that tool",
+                )
+            body["tools"] = [
+                *(
+                    anthropic_tool(
+                        card, card.strict if card.strict is not None else self.strict_tools
+                    )
+                    for card in tools
+                ),
+                self._answer_tool(output),
+            ]
+            body["tool_choice"] = self._answer_choice(params, tools)
+        elif tools:
             body["tools"] = [
                 anthropic_tool(card, card.strict if card.strict is not None else self.strict_tools)
                 for card in tools
@@ -344,6 +455,50 @@ class AnthropicChatModel(HttpChatModel):
         if stream:
             body["stream"] = True
         return body
+
+    def _answer_tool(self, output: OutputSchema) -> dict[str, Any]:
+        schema, _ = _answer_schema(output)
+        description = _ANSWER_DESCRIPTION
+        if isinstance(output.json_schema.get("description"), str):
+            description = f"{description} The answer: {output.json_schema['description']}"
+        tool: dict[str, Any] = {
+            "name": ANSWER_TOOL,
+            "description": description,
+            "input_schema": schema,
+        }
+        if self.strict_tools:
+            try:
+                tool["input_schema"] = to_anthropic_strict(schema)
+                tool["strict"] = True
+            except SchemaError:
+                pass  # a free-form answer cannot be strict; sent as it is
+        return tool
+
+    def _answer_choice(
+        self, params: ChatRequestParameters, tools: tuple[Any, ...]
+    ) -> dict[str, Any]:
+        """`tool_choice` with structured output: the answer tool when no other tool may be
+        called (no tools, or `NONE`); `any` when the model may call tools first (so every
+        turn is a tool call, the last one the answer); a specific tool when one is forced;
+        `auto` with extended thinking, which the API does not allow with a forced tool."""
+        choice = params.tool_choice
+        thinking = params.custom_parameters.get("thinking")
+        out: dict[str, Any]
+        if isinstance(thinking, Mapping) and thinking.get("type") not in (None, "disabled"):
+            out = {"type": "auto"}
+        elif choice is not None and choice.mode == "tool" and choice.name != ANSWER_TOOL:
+            if not any(card.name == choice.name for card in tools):
+                raise self.unsupported(
+                    "tool_choice", f"no tool named {choice.name!r} in the request"
+                )
+            out = {"type": "tool", "name": choice.name}
+        elif not tools or (choice is not None and choice.mode in ("none", "tool")):
+            out = {"type": "tool", "name": ANSWER_TOOL}
+        else:
+            out = {"type": "any"}
+        if params.parallel_tool_calls is False:
+            out["disable_parallel_tool_use"] = True
+        return out
 
     def _tool_choice(
         self, choice: ToolChoice | None, parallel: bool | None, tools: tuple[Any, ...]
@@ -467,7 +622,17 @@ class AnthropicChatModel(HttpChatModel):
         raise TypeError(f"unknown content part: {part!r}")
 
     # response -------------------------------------------------------------------------------
-    def _parse(self, data: Any) -> ChatResponse:
+    def _answer(self, request: ChatRequest) -> _Answer | None:
+        output = self.output_schema(self.default_parameters.override(request.parameters))
+        return None if output is None else _Answer(ANSWER_TOOL, _answer_schema(output)[1])
+
+    def _parse_for(self, request: ChatRequest, data: Any) -> ChatResponse:
+        return self._parse(data, self._answer(request))
+
+    def _parser_for(self, request: ChatRequest) -> AnthropicStreamParser:
+        return AnthropicStreamParser(self._http, self._answer(request))
+
+    def _parse(self, data: Any, answer: _Answer | None = None) -> ChatResponse:
         if not isinstance(data, dict):
             raise self._http.protocol_error("the response is not a JSON object")
         if data.get("type") == "error":
@@ -476,9 +641,12 @@ class AnthropicChatModel(HttpChatModel):
         reasoning: list[str] = []
         thinking: list[dict[str, Any]] = []
         requests: list[ToolExecutionRequest] = []
+        answers: list[str] = []
         for block in data.get("content") or ():
             kind = block.get("type")
-            if kind == "text":
+            if kind == "tool_use" and answer is not None and block.get("name") == answer.name:
+                answers.append(_answer_text(block.get("input"), answer.wrapped))
+            elif kind == "text":
                 text.append(block.get("text") or "")
             elif kind == "thinking":
                 reasoning.append(block.get("thinking") or "")
@@ -494,6 +662,8 @@ class AnthropicChatModel(HttpChatModel):
                     )
                 )
         attributes: dict[str, Any] = {"anthropic": {"thinking": thinking}} if thinking else {}
+        if answers:
+            text = answers  # the answer is the text; text written before it is dropped
         message = AiMessage(
             "".join(text) or None,
             tool_execution_requests=requests,
@@ -506,7 +676,7 @@ class AnthropicChatModel(HttpChatModel):
                 metadata[key] = data[key]
         return ChatResponse(
             message,
-            finish_reason=_finish_reason(data.get("stop_reason")),
+            finish_reason=_answer_finish(data.get("stop_reason"), bool(answers), bool(requests)),
             usage=_usage(data.get("usage")),
             model=data.get("model"),
             id=data.get("id"),

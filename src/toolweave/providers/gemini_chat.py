@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import uuid
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -21,10 +22,11 @@ from ..chat.events import (
 from ..chat.messages import AiMessage, SystemMessage, ToolExecutionResultMessage, UserMessage
 from ..chat.request import ChatRequest, ChatRequestParameters, ToolChoice
 from ..chat.response import ChatResponse, FinishReason, TokenUsage
-from ..dialects import gemini_function_declaration
-from ..errors import AuthenticationError, ProviderError
+from ..dialects import gemini_function_declaration, to_gemini_json_schema, to_gemini_openapi
+from ..errors import AuthenticationError, ProviderError, SchemaError
 from ..execution.content import ContentPart, FileContent, ImageContent, TextContent
 from ..execution.requests import ToolExecutionRequest
+from ..schema.output import OutputSchema
 from ._base import HttpChatModel, compact_json
 from ._http import DEFAULT_MAX_RETRIES, HttpTransport
 from ._sse import SSEEvent
@@ -35,6 +37,10 @@ DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 PROVIDER = "gemini"
 GENERATED_ID_PREFIX = "twgen_"
 """Ids we make up for function calls that arrive without one; never sent to Gemini."""
+
+_NO_SCHEMA_WITH_TOOLS = re.compile(r"^gemini-(1|2)[.-]")
+"""Models that answer 400 "Function calling with a response mime type: 'application/json' is
+unsupported" when a response schema and function declarations come together."""
 
 _FINISH = {
     "STOP": FinishReason.STOP,
@@ -231,10 +237,12 @@ class GeminiChatModel(HttpChatModel):
     key defaults to `GEMINI_API_KEY` (then `GOOGLE_API_KEY`) and travels in the
     `x-goog-api-key` header, never in the URL. `schema_mode` picks the function-declaration
     form: `"openapi"` (`parameters`, the sanitised OpenAPI subset) or `"json_schema"`
-    (`parametersJsonSchema`).
+    (`parametersJsonSchema`); for `response_format` it picks `responseSchema` or
+    `responseJsonSchema` alike.
     """
 
     provider = PROVIDER
+    supports_response_format = True
 
     def __init__(
         self,
@@ -329,9 +337,36 @@ class GeminiChatModel(HttpChatModel):
             config["maxOutputTokens"] = params.max_tokens
         if params.stop:
             config["stopSequences"] = list(params.stop)
+        output = self.output_schema(params)
+        if output is not None:
+            config.update(self._response_schema(output, model, bool(tools)))
         if config:
             body["generationConfig"] = config
         return body
+
+    def _response_schema(self, output: OutputSchema, model: str, tools: bool) -> dict[str, Any]:
+        """`responseMimeType` plus `responseSchema` (openapi) or `responseJsonSchema`."""
+        model = model.removeprefix("models/")
+        if tools and _NO_SCHEMA_WITH_TOOLS.match(model):
+            raise self.unsupported(
+                "response_format",
+                f"{model} does not accept a response schema together with function "
+                "declarations (HTTP 400 'Function calling with a response mime type: "
+                "application/json is unsupported'); use a Gemini 3 model or call without tools",
+            )
+        config: dict[str, Any] = {"responseMimeType": "application/json"}
+        if self.schema_mode == "json_schema":
+            config["responseJsonSchema"] = to_gemini_json_schema(output.json_schema)
+            return config
+        try:
+            config["responseSchema"] = _openapi_response_schema(output.json_schema)
+        except SchemaError as e:
+            raise self.unsupported(
+                "response_format",
+                f"{e.message} (schema_mode='openapi'; schema_mode='json_schema' sends "
+                "responseJsonSchema, which can express it)",
+            ) from None
+        return config
 
     def _tool_choice(self, choice: ToolChoice, tools: tuple[Any, ...]) -> dict[str, Any]:
         if choice.mode == "auto":
@@ -440,3 +475,30 @@ def _parse_args(arguments: str) -> dict[str, Any]:
         except Exception:
             return {}
     return value if isinstance(value, dict) else {}
+
+
+def _openapi_response_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAPI-subset `responseSchema` of any JSON schema (the root need not be an
+    object), with `propertyOrdering` so the model writes fields in declaration order."""
+    inner = {k: v for k, v in schema.items() if k not in ("$defs", "definitions", "$schema")}
+    wrapper: dict[str, Any] = {"type": "object", "properties": {"value": inner}}
+    for key in ("$defs", "definitions"):
+        if key in schema:
+            wrapper[key] = schema[key]
+    out: dict[str, Any] = to_gemini_openapi(wrapper)["properties"]["value"]
+    _order(out)
+    return out
+
+
+def _order(schema: Any) -> None:
+    if not isinstance(schema, dict):
+        return
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        if len(props) > 1:
+            schema.setdefault("propertyOrdering", list(props))
+        for prop in props.values():
+            _order(prop)
+    _order(schema.get("items"))
+    for branch in schema.get("anyOf") or ():
+        _order(branch)
