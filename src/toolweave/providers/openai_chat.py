@@ -27,9 +27,15 @@ from ..dialects import openai_tool, to_openai_strict
 from ..errors import SchemaError, UnsupportedOptionError
 from ..execution.content import FileContent, ImageContent, TextContent
 from ..execution.requests import ToolExecutionRequest
-from ._base import HttpChatModel
+from ._base import HttpChatModel, StreamParser
 from ._http import DEFAULT_MAX_RETRIES, HttpTransport
 from ._sse import SSEEvent
+from .constrained import (
+    ConstrainedStreamParser,
+    ConstrainedToolCalling,
+    constrained_body,
+    constrained_plan,
+)
 
 __all__ = ["OpenAIChatModel", "OpenAIStreamAggregator"]
 
@@ -416,7 +422,11 @@ class OpenAIChatModel(HttpChatModel):
     `stream_usage` asks for usage in the last stream chunk (`stream_options.include_usage`).
     `send_reasoning` sends the received `reasoning_content` back on assistant turns (DeepSeek
     thinking mode with tools needs it; other servers may reject it).
-    `tool_calling`: only `"native"` in this version.
+    `tool_calling`: `"native"` (the API's tool calls), `"constrained"` (tools described in
+    the system prompt, calls through a `json_schema` response format; for models that do
+    not make native calls; `constrained=` holds its settings and repeated-call policy), or
+    `"auto"` (probe the endpoint once, see `probe_capabilities`, and pick). See
+    docs/local-model.md.
     """
 
     provider = PROVIDER
@@ -440,10 +450,11 @@ class OpenAIChatModel(HttpChatModel):
         default_parameters: ChatRequestParameters | None = None,
         http_client: httpx2.Client | None = None,
         async_http_client: httpx2.AsyncClient | None = None,
+        constrained: ConstrainedToolCalling | None = None,
     ) -> None:
-        if tool_calling != "native":
+        if tool_calling not in ("native", "constrained", "auto"):
             raise UnsupportedOptionError(
-                PROVIDER, "tool_calling", f"{tool_calling!r} is not available yet; use 'native'"
+                PROVIDER, "tool_calling", f"{tool_calling!r}: use native, constrained or auto"
             )
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         all_headers: dict[str, str] = {"accept": "application/json"}
@@ -467,6 +478,7 @@ class OpenAIChatModel(HttpChatModel):
         )
         self.strict_tools = strict_tools
         self.tool_calling = tool_calling
+        self.constrained = constrained or ConstrainedToolCalling()
         self.stream_usage = stream_usage
         self.send_reasoning = send_reasoning
 
@@ -477,6 +489,9 @@ class OpenAIChatModel(HttpChatModel):
     def _body(
         self, request: ChatRequest, params: ChatRequestParameters, model: str, stream: bool
     ) -> dict[str, Any]:
+        plan = constrained_plan(self, request, params)
+        if plan is not None:
+            return constrained_body(self, plan, request, params, model, stream)
         body: dict[str, Any] = {
             "model": model,
             "messages": [self._message(m) for m in request.messages],
@@ -651,3 +666,13 @@ class OpenAIChatModel(HttpChatModel):
 
     def _parser(self) -> OpenAIStreamAggregator:
         return OpenAIStreamAggregator(self._http)
+
+    def _parse_for(self, request: ChatRequest, data: Any) -> ChatResponse:
+        plan = constrained_plan(self, request, self.default_parameters.override(request.parameters))
+        response = self._parse(data)
+        return response if plan is None else plan.convert(response)
+
+    def _parser_for(self, request: ChatRequest) -> StreamParser:
+        plan = constrained_plan(self, request, self.default_parameters.override(request.parameters))
+        parser = self._parser()
+        return parser if plan is None else ConstrainedStreamParser(parser, plan)

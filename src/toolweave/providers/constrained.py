@@ -1,0 +1,561 @@
+"""Constrained tool calling: tool calls through a JSON-schema response format, for models
+that speak the OpenAI wire format but do not produce native tool calls (small local models).
+
+The tools are described in the system prompt, and the request's `response_format` is a JSON
+schema admitting either ``{"tool_calls": [{"name": ..., "arguments": {...}}, ...]}`` (one
+branch per tool: its name as a constant, its arguments per its schema; at most
+`max_calls_per_response` calls) or ``{"answer": ...}``. The reply is parsed into an ordinary
+`AiMessage` with tool requests (ids generated), so `ToolService` works unchanged. Earlier
+tool calls and results are sent back as assistant JSON turns and user text turns, which any
+chat template understands.
+
+Small models tend to call the same tool again after its result came back. The policy in
+`ConstrainedToolCalling` switches to an answer-only schema after an identical repeated call,
+or after `max_tool_rounds` tool rounds since the last user message.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..chat.events import (
+    CompleteToolCall,
+    PartialToolCall,
+    ResponseCompleted,
+    StreamEvent,
+    TextDelta,
+)
+from ..chat.messages import AiMessage, SystemMessage, ToolExecutionResultMessage, UserMessage
+from ..chat.request import ChatRequest, ChatRequestParameters
+from ..chat.response import ChatResponse, FinishReason
+from ..dialects import openai_tool
+from ..execution.requests import ToolExecutionRequest
+from ..tools.card import ToolCard
+from ._base import StreamParser, output_schema
+from ._sse import SSEEvent
+
+if TYPE_CHECKING:
+    from .openai_chat import OpenAIChatModel
+
+__all__ = [
+    "ConstrainedPlan",
+    "ConstrainedStreamParser",
+    "ConstrainedToolCalling",
+    "uses_tools",
+]
+
+DEFAULT_INSTRUCTIONS = (
+    "You can call these tools:\n{tools}\n\n"
+    "Reply with one JSON object and nothing else: either "
+    '{{"tool_calls": [{{"name": "<tool name>", "arguments": {{...}}}}]}} to call tools, '
+    'or {{"answer": "<your reply to the user>"}} when you can answer. '
+    "After a tool result, use it to answer; do not call the same tool again with the same "
+    "arguments."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ConstrainedToolCalling:
+    """Settings of the constrained mode, including the repeated-call policy.
+
+    - `max_calls_per_response`: the schema's `maxItems` for `tool_calls` (a bounded array
+      keeps small models from repeating a call within one reply).
+    - `answer_after_repeat`: after a round that repeats a call already made (same name, same
+      arguments) since the last user message, the next request admits only an answer.
+    - `max_tool_rounds`: after this many tool rounds since the last user message, the next
+      request admits only an answer (None: no limit; `ToolService`'s own round-trip limit
+      still applies).
+    - `instructions`: the system-prompt text describing the tools; `{tools}` is replaced by
+      the tool list.
+    - `result_suffix`: appended to the user turn carrying tool results.
+    """
+
+    max_calls_per_response: int = 4
+    answer_after_repeat: bool = True
+    max_tool_rounds: int | None = 4
+    instructions: str = DEFAULT_INSTRUCTIONS
+    result_suffix: str = (
+        "Answer the user's question using these results (or call another tool if needed)."
+    )
+
+    def plan(self, request: ChatRequest, params: ChatRequestParameters) -> ConstrainedPlan:
+        """Decide what the reply may contain for `request`."""
+        tools = tuple(params.tools or ())
+        choice = params.tool_choice
+        mode: Literal["both", "tools", "answer"] = "both"
+        reason = ""
+        if choice is not None and choice.mode == "none":
+            mode, reason = "answer", "tool_choice=none"
+        elif choice is not None and choice.mode == "tool":
+            tools = tuple(card for card in tools if card.name == choice.name)
+            mode = "tools"
+        elif choice is not None and choice.mode == "required":
+            mode = "tools"
+        if not tools:
+            mode, reason = "answer", reason or "no tools"
+        rounds = _rounds_since_user(request.messages)
+        if mode != "answer" and rounds:
+            if self.answer_after_repeat and _repeats(rounds):
+                mode, reason = "answer", "repeated call"
+            elif self.max_tool_rounds is not None and len(rounds) >= self.max_tool_rounds:
+                mode, reason = "answer", f"{len(rounds)} tool rounds"
+        return ConstrainedPlan(self, tools, mode, reason, params.response_format)
+
+
+def uses_tools(request: ChatRequest, params: ChatRequestParameters) -> bool:
+    """Whether `request` involves tools (offered now, or calls/results in the history)."""
+    if params.tools:
+        return True
+    return any(
+        isinstance(m, ToolExecutionResultMessage)
+        or (isinstance(m, AiMessage) and m.tool_execution_requests)
+        for m in request.messages
+    )
+
+
+def _canonical(arguments: str) -> str:
+    try:
+        return json.dumps(json.loads(arguments or "{}"), sort_keys=True, ensure_ascii=False)
+    except ValueError:
+        return arguments.strip()
+
+
+def _rounds_since_user(messages: Sequence[Any]) -> list[AiMessage]:
+    rounds: list[AiMessage] = []
+    for message in reversed(messages):
+        if isinstance(message, UserMessage):
+            break
+        if isinstance(message, AiMessage) and message.tool_execution_requests:
+            rounds.append(message)
+    rounds.reverse()
+    return rounds
+
+
+def _repeats(rounds: list[AiMessage]) -> bool:
+    """Whether the last round asked for a call already made in an earlier round."""
+    earlier = {
+        (call.name, _canonical(call.arguments))
+        for message in rounds[:-1]
+        for call in message.tool_execution_requests
+    }
+    return any(
+        (call.name, _canonical(call.arguments)) in earlier
+        for call in rounds[-1].tool_execution_requests
+    )
+
+
+def _rename_refs(node: Any, prefix: str, names: set[str]) -> Any:
+    if isinstance(node, dict):
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str):
+                for root in ("#/$defs/", "#/definitions/"):
+                    if value.startswith(root) and value[len(root) :].split("/")[0] in names:
+                        value = "#/$defs/" + prefix + value[len(root) :]
+                out[key] = value
+            else:
+                out[key] = _rename_refs(value, prefix, names)
+        return out
+    if isinstance(node, list):
+        return [_rename_refs(item, prefix, names) for item in node]
+    return node
+
+
+def _arguments_schema(card: ToolCard, index: int, defs: dict[str, Any]) -> dict[str, Any]:
+    """The card's parameter schema, its `$defs` hoisted to the root under unique names."""
+    schema = dict(openai_tool(card, strict=False)["function"]["parameters"])
+    local: dict[str, Any] = {}
+    for key in ("$defs", "definitions"):
+        local.update(schema.pop(key, None) or {})
+    if not local:
+        return schema
+    prefix = f"t{index}_"
+    names = set(local)
+    for name, sub in local.items():
+        defs[prefix + name] = _rename_refs(sub, prefix, names)
+    renamed: dict[str, Any] = _rename_refs(schema, prefix, names)
+    return renamed
+
+
+@dataclass(slots=True)
+class ConstrainedPlan:
+    """What one constrained request admits (`mode`: both, tools or answer) and how to
+    translate it to and from the wire."""
+
+    settings: ConstrainedToolCalling
+    tools: tuple[ToolCard, ...]
+    mode: Literal["both", "tools", "answer"]
+    reason: str = ""
+    response_format: Any = None
+    _answer_schema: dict[str, Any] | None = field(default=None, init=False)
+
+    # request ------------------------------------------------------------------------------
+    def answer_schema(self) -> dict[str, Any]:
+        """The schema of the `answer` value (a string, or the requested output schema)."""
+        if self._answer_schema is None:
+            if self.response_format is None:
+                self._answer_schema = {"type": "string"}
+            else:
+                self._answer_schema = dict(output_schema(self.response_format).json_schema)
+        return self._answer_schema
+
+    @property
+    def structured(self) -> bool:
+        """Whether the answer is structured output (not free text)."""
+        return self.response_format is not None
+
+    def schema(self) -> dict[str, Any]:
+        """The JSON schema of the reply."""
+        defs: dict[str, Any] = {}
+        answer = {
+            "type": "object",
+            "properties": {"answer": self.answer_schema()},
+            "required": ["answer"],
+            "additionalProperties": False,
+        }
+        if self.mode == "answer":
+            return answer
+        branches = []
+        for i, card in enumerate(self.tools):
+            branches.append(
+                {
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string", "enum": [card.name]},
+                        "arguments": _arguments_schema(card, i, defs),
+                    },
+                    "required": ["name", "arguments"],
+                    "additionalProperties": False,
+                }
+            )
+        calls = {
+            "type": "object",
+            "properties": {
+                "tool_calls": {
+                    "type": "array",
+                    "items": branches[0] if len(branches) == 1 else {"anyOf": branches},
+                    "minItems": 1,
+                    "maxItems": max(1, self.settings.max_calls_per_response),
+                }
+            },
+            "required": ["tool_calls"],
+            "additionalProperties": False,
+        }
+        root: dict[str, Any] = calls if self.mode == "tools" else {"anyOf": [calls, answer]}
+        if defs:
+            root = {**root, "$defs": defs}
+        return root
+
+    def response_format_body(self) -> dict[str, Any]:
+        """The `response_format` request field."""
+        name = "answer" if self.mode == "answer" else "tool_calls_or_answer"
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": name, "schema": self.schema(), "strict": False},
+        }
+
+    def tool_list(self) -> str:
+        """The tools as system-prompt text: name, description, argument schema."""
+        lines = []
+        for card in self.tools:
+            params = openai_tool(card, strict=False)["function"]["parameters"]
+            description = (card.description or "").strip().replace("\n", " ")
+            lines.append(
+                f"- {card.name}: {description}\n  arguments: "
+                f"{json.dumps(params, ensure_ascii=False, separators=(',', ':'))}"
+            )
+        return "\n".join(lines)
+
+    def messages(self, messages: Sequence[Any]) -> list[Any]:
+        """The conversation with tool calls and results as plain text turns."""
+        out: list[Any] = []
+        system = [m.text for m in messages if isinstance(m, SystemMessage)]
+        if self.tools:
+            system.append(self.settings.instructions.format(tools=self.tool_list()))
+        if self.mode == "answer":
+            system.append('Reply with {"answer": ...} only.')
+        if system:
+            out.append(SystemMessage("\n\n".join(system)))
+        pending: list[str] = []
+
+        def flush() -> None:
+            if pending:
+                pending.append(self.settings.result_suffix)
+                out.append(UserMessage("\n".join(pending)))
+                pending.clear()
+
+        for message in messages:
+            if isinstance(message, SystemMessage):
+                continue
+            if isinstance(message, ToolExecutionResultMessage):
+                status = "error" if message.is_error else "result"
+                pending.append(f"Tool {status} for {message.tool_name} (call {message.id}):")
+                pending.append(message.text)
+                continue
+            flush()
+            if isinstance(message, AiMessage):
+                out.append(AiMessage(self._assistant_json(message)))
+            else:
+                out.append(message)
+        flush()
+        return out
+
+    @staticmethod
+    def _assistant_json(message: AiMessage) -> str:
+        if message.tool_execution_requests:
+            calls = []
+            for call in message.tool_execution_requests:
+                try:
+                    arguments = json.loads(call.arguments or "{}")
+                except ValueError:
+                    arguments = call.arguments
+                calls.append({"name": call.name, "arguments": arguments})
+            return json.dumps({"tool_calls": calls}, ensure_ascii=False)
+        text = message.text or ""
+        try:
+            value: Any = json.loads(text) if text.strip()[:1] in ("{", "[") else text
+        except ValueError:
+            value = text
+        return json.dumps({"answer": value}, ensure_ascii=False)
+
+    def request(self, request: ChatRequest, params: ChatRequestParameters) -> ChatRequest:
+        """The plain (tool-free) request sent on the wire; `response_format` is set by the
+        caller from `response_format_body()`."""
+        plain = params.model_copy(
+            update={
+                "tools": None,
+                "tool_choice": None,
+                "parallel_tool_calls": None,
+                "response_format": None,
+            }
+        )
+        return ChatRequest(self.messages(request.messages), plain)
+
+    # response -----------------------------------------------------------------------------
+    def parse_content(self, content: str | None) -> tuple[str | None, list[ToolExecutionRequest]]:
+        """The answer text and the tool requests in a reply's content."""
+        text = (content or "").strip()
+        if not text:
+            return None, []
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return content, []  # not JSON (cut short, or the server ignored the schema)
+        if not isinstance(data, Mapping):
+            return content, []
+        calls = data.get("tool_calls")
+        if isinstance(calls, list) and calls and self.mode != "answer":
+            requests: list[ToolExecutionRequest] = []
+            seen: set[tuple[str, str]] = set()
+            for call in calls:
+                if not isinstance(call, Mapping):
+                    continue
+                name = str(call.get("name") or "")
+                arguments = call.get("arguments")
+                args = (
+                    arguments
+                    if isinstance(arguments, str)
+                    else json.dumps(arguments if arguments is not None else {}, ensure_ascii=False)
+                )
+                key = (name, _canonical(args))
+                if key in seen:  # an identical call twice in one reply: run it once
+                    continue
+                seen.add(key)
+                requests.append(
+                    ToolExecutionRequest(
+                        id=f"call_{uuid.uuid4().hex[:24]}", name=name, arguments=args
+                    )
+                )
+            if requests:
+                return None, requests
+        if "answer" in data:
+            answer = data["answer"]
+            if isinstance(answer, str) and not self.structured:
+                return answer, []
+            return json.dumps(answer, ensure_ascii=False), []
+        return content, []
+
+    def convert(self, response: ChatResponse) -> ChatResponse:
+        """The response with its JSON content turned into text and/or tool requests."""
+        message = response.ai_message
+        text, requests = self.parse_content(message.text)
+        finish = response.finish_reason
+        if requests:
+            finish = FinishReason.TOOL_EXECUTION
+        elif finish is FinishReason.TOOL_EXECUTION:
+            finish = FinishReason.STOP
+        attributes = dict(message.attributes)
+        attributes["constrained"] = {"mode": self.mode, "raw": message.text}
+        if self.reason:
+            attributes["constrained"]["reason"] = self.reason
+        return response.model_copy(
+            update={
+                "ai_message": AiMessage(
+                    text,
+                    tool_execution_requests=requests,
+                    reasoning=message.reasoning,
+                    attributes=attributes,
+                ),
+                "finish_reason": finish,
+            }
+        )
+
+
+class _AnswerExtractor:
+    """Pulls the `answer` string out of a streaming JSON reply, decoding escapes."""
+
+    __slots__ = ("_buffer", "_done", "_pos", "_start")
+
+    def __init__(self) -> None:
+        self._buffer = ""
+        self._start: int | None = None
+        self._pos = 0
+        self._done = False
+
+    def feed(self, chunk: str) -> str:
+        self._buffer += chunk
+        if self._done:
+            return ""
+        if self._start is None:
+            stripped = self._buffer.lstrip()
+            head = stripped[:1]
+            if head and head != "{":
+                self._done = True
+                return ""
+            body = stripped[1:].lstrip()
+            key = '"answer"'
+            if len(body) < len(key):
+                if not key.startswith(body):
+                    self._done = True
+                return ""
+            if not body.startswith(key):
+                self._done = True  # a tool call, or the answer is not first
+                return ""
+            rest = body[len(key) :].lstrip()
+            if not rest:
+                return ""
+            if rest[0] != ":":
+                self._done = True
+                return ""
+            value = rest[1:].lstrip()
+            if not value:
+                return ""
+            if value[0] != '"':
+                self._done = True  # structured answer: not streamed as text
+                return ""
+            self._start = len(self._buffer) - len(value) + 1
+            self._pos = self._start
+        return self._decode()
+
+    def _decode(self) -> str:
+        out: list[str] = []
+        buf, i = self._buffer, self._pos
+        while i < len(buf):
+            ch = buf[i]
+            if ch == '"':
+                self._done = True
+                break
+            if ch != "\\":
+                out.append(ch)
+                i += 1
+                continue
+            if i + 1 >= len(buf):
+                break
+            esc = buf[i + 1]
+            if esc == "u":
+                if i + 6 > len(buf):
+                    break
+                code = int(buf[i + 2 : i + 6], 16)
+                if 0xD800 <= code < 0xDC00:  # a surrogate pair needs the second half
+                    if i + 12 > len(buf):
+                        break
+                    low = int(buf[i + 8 : i + 12], 16)
+                    out.append(chr(0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)))
+                    i += 12
+                    continue
+                out.append(chr(code))
+                i += 6
+                continue
+            out.append({"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}.get(esc, esc))
+            i += 2
+        self._pos = i
+        return "".join(out)
+
+
+class ConstrainedStreamParser:
+    """Wraps the OpenAI stream parser: answer text streams as `TextDelta`s, tool calls are
+    emitted (partial, then complete) when the reply is complete."""
+
+    def __init__(self, inner: StreamParser, plan: ConstrainedPlan) -> None:
+        self._inner = inner
+        self._plan = plan
+        self._answer = _AnswerExtractor()
+        self._streamed: list[str] = []
+
+    def _map(self, events: list[StreamEvent]) -> list[StreamEvent]:
+        out: list[StreamEvent] = []
+        for event in events:
+            if isinstance(event, TextDelta):
+                if not self._plan.structured:
+                    text = self._answer.feed(event.text)
+                    if text:
+                        self._streamed.append(text)
+                        out.append(TextDelta(text))
+            elif isinstance(event, ResponseCompleted):
+                response = self._plan.convert(event.response)
+                for index, call in enumerate(response.ai_message.tool_execution_requests):
+                    out.append(PartialToolCall(index, call.id, call.name, call.arguments))
+                    out.append(CompleteToolCall(index, call))
+                final, streamed = response.ai_message.text or "", "".join(self._streamed)
+                if final and final != streamed:  # not streamed (or not all): send the rest
+                    out.append(
+                        TextDelta(final[len(streamed) :] if final.startswith(streamed) else final)
+                    )
+                out.append(ResponseCompleted(response))
+            elif isinstance(event, (PartialToolCall, CompleteToolCall)):
+                continue  # native calls are not asked for in this mode
+            else:
+                out.append(event)
+        return out
+
+    def feed(self, event: SSEEvent) -> list[StreamEvent]:
+        """Map the inner parser's events for one server-sent event."""
+        return self._map(self._inner.feed(event))
+
+    def finish(self) -> list[StreamEvent]:
+        """Map the inner parser's final events."""
+        return self._map(self._inner.finish())
+
+
+def constrained_plan(
+    model: OpenAIChatModel, request: ChatRequest, params: ChatRequestParameters
+) -> ConstrainedPlan | None:
+    """The plan for `request` when `model` uses constrained tool calling for it, else None
+    (native mode, no tools involved, or "auto" finding native tool calls work)."""
+    if model.tool_calling == "native" or not uses_tools(request, params):
+        return None
+    if model.tool_calling == "auto":
+        from .probe import probe_capabilities
+
+        if probe_capabilities(model).recommended_tool_calling == "native":
+            return None
+    return model.constrained.plan(request, params)
+
+
+def constrained_body(
+    model: OpenAIChatModel,
+    plan: ConstrainedPlan,
+    request: ChatRequest,
+    params: ChatRequestParameters,
+    model_name: str,
+    stream: bool,
+) -> dict[str, Any]:
+    """The Chat Completions body for a constrained request."""
+    plain = plan.request(request, params)
+    body = model._body(plain, plain.parameters, model_name, stream)
+    body["response_format"] = plan.response_format_body()
+    return body
