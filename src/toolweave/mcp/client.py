@@ -452,6 +452,11 @@ class _Core:
             return await self.run(coro)
         try:
             return await asyncio.wait_for(self.run(coro), timeout + _CALL_GRACE)
+        except McpError:
+            # Our own errors pass unchanged: `McpTimeoutError` is also a `TimeoutError`, and
+            # rewriting it here would replace the SDK timer's message (the real timeout, "a
+            # cancellation was sent") with the guard's.
+            raise
         except TimeoutError:
             raise McpTimeoutError(
                 f"{self.config.describe()}: no answer within {timeout:g} s",
