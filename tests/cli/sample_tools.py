@@ -1,0 +1,77 @@
+"""Tools and a scripted model for the CLI tests."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from toolweave import AiMessage, ScriptedChatModel, ToolExecutionRequest, tool
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Current weather for a city.
+
+    Args:
+        city: City name.
+    """
+    return f"{city}: 21 degrees, sunny"
+
+
+@tool
+def explode(reason: str) -> str:
+    """Always fails."""
+    raise RuntimeError(f"boom: {reason}")
+
+
+class Point(BaseModel):
+    """A point."""
+
+    x: int
+    y: int
+
+
+@tool
+def norm1(p: Point) -> int:
+    """Manhattan norm of a point."""
+    return abs(p.x) + abs(p.y)
+
+
+class Calculator:
+    """A class whose @tool methods are collected."""
+
+    @tool
+    def mul(self, a: int, b: int) -> int:
+        """Multiply two integers."""
+        return a * b
+
+
+def plain(text: str) -> str:
+    """Echo text (a plain function, made a tool by the CLI)."""
+    return text
+
+
+def scripted_model() -> ScriptedChatModel:
+    """A model that asks for get_weather(Paris), then answers."""
+    return ScriptedChatModel(
+        [
+            AiMessage(
+                tool_execution_requests=[
+                    ToolExecutionRequest(
+                        id="call_1", name="get_weather", arguments='{"city":"Paris"}'
+                    )
+                ]
+            ),
+            AiMessage("It is sunny in Paris."),
+        ]
+    )
+
+
+def silent_model() -> ScriptedChatModel:
+    """A model that answers without calling any tool."""
+    return ScriptedChatModel([AiMessage("No tools needed.")])
