@@ -326,7 +326,7 @@ def chart(runs: dict[str, dict[str, Any]], path: Path) -> bool:
     ax.set_xticklabels([k for k, _ in keys], rotation=45, ha="right")
     ax.set_ylabel("median time relative to toolweave (log; lower is faster)")
     ax.set_title("toolweave vs peers per workload (error bars: p10–p90); n/a bars are missing")
-    ax.legend()
+    ax.legend(loc="upper left", fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -12,6 +12,7 @@ import asyncio
 import importlib
 import importlib.metadata
 import json
+import logging
 import sys
 import time
 import warnings
@@ -35,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
         else ((100,) if args.quick else (1000, 10000))
     )
     warnings.simplefilter("ignore")
+    # no library logs during the measurements (openai-agents logs on every failed call)
+    logging.disable(logging.CRITICAL)
     try:
         adapter = importlib.import_module(f"benchmarks.peers.adapters.{args.adapter}")
     except ImportError as e:
