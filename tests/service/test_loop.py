@@ -753,3 +753,23 @@ def test_overlap_of_parallel_async_tools() -> None:
     result = ToolService().tools(nap).chat(model, None, "go")
     a, b = result.tool_executions
     assert b.start_time < a.finish_time and a.start_time < b.finish_time
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_forced_tool_choice_is_relaxed_after_a_round(mode: str) -> None:
+    model = ScriptedChatModel([ai_calls(call("add", '{"a":1,"b":2}')), AiMessage("3")])
+    run(
+        mode,
+        ToolService().tools(add),
+        model,
+        parameters=ChatRequestParameters(tool_choice="required"),
+    )
+    assert [r.parameters.tool_choice for r in model.requests] == [
+        ToolChoice.REQUIRED,
+        ToolChoice.AUTO,
+    ]
+
+    model = ScriptedChatModel([ai_calls(call("add", '{"a":1,"b":2}')), AiMessage("3")])
+    service = ToolService(reset_tool_choice=False).tools(add)
+    run(mode, service, model, parameters=ChatRequestParameters(tool_choice=ToolChoice.tool("add")))
+    assert [r.parameters.tool_choice for r in model.requests] == [ToolChoice.tool("add")] * 2

@@ -17,6 +17,8 @@ loop, `achat_stream`/`chat_stream` yield its events. The rules (docs/loop.md):
   per-tool budget of consecutive failures (`max_argument_retries`, default 2);
 - `ReturnBehavior`: return at once when the last call is `IMMEDIATE_IF_LAST` or every call
   is `IMMEDIATE`/`IMMEDIATE_IF_LAST`, unless a call of the round failed;
+- after a tool round, a `tool_choice` that forces tools (`REQUIRED` or a specific tool) is
+  relaxed to `AUTO`, so the model can answer (`reset_tool_choice=False` keeps it);
 - whatever happens, every tool call id in the history gets exactly one result message; an
   escaping exception carries the valid history as `error.partial_result`.
 """
@@ -38,7 +40,7 @@ from ..callbacks.otel import span
 from ..chat.events import CompleteToolCall, ResponseCompleted, StreamEvent, TextDelta
 from ..chat.messages import ChatMessage, ToolExecutionResultMessage, UserMessage
 from ..chat.model import ChatModel
-from ..chat.request import ChatRequest, ChatRequestParameters
+from ..chat.request import ChatRequest, ChatRequestParameters, ToolChoice
 from ..chat.response import ChatResponse, TokenUsage
 from ..errors import (
     HallucinatedToolError,
@@ -145,6 +147,7 @@ class ToolService:
             HallucinatedToolStrategy.FEEDBACK
         ),
         tool_search: ToolSearchStrategy | None = None,
+        reset_tool_choice: bool = True,
         callbacks: CallbackFramework | None = None,
     ) -> None:
         if max_tool_calling_round_trips < 0:
@@ -158,6 +161,7 @@ class ToolService:
         self.execution_error_handler = execution_error_handler or default_execution_error_handler
         self.hallucinated_tool_strategy = hallucinated_tool_strategy
         self.tool_search = tool_search
+        self.reset_tool_choice = reset_tool_choice
         self._callbacks = callbacks
         self._entries: dict[str, _Entry] = {}
         self._cards: tuple[ToolCard, ...] | None = None
@@ -382,6 +386,10 @@ class ToolService:
         ]
         return (*visible, self.tool_search.card)
 
+    def _forces_tools(self, run: _Run) -> bool:
+        choice = run.parameters.tool_choice
+        return self.reset_tool_choice and choice is not None and choice.mode in ("required", "tool")
+
     def _parameters(self, run: _Run) -> ChatRequestParameters:
         cards = self._visible_cards(run)
         given = run.parameters.tools or ()
@@ -405,7 +413,12 @@ class ToolService:
         pending: list[ToolExecutionRequest] = []
         try:
             while True:
-                if self.tool_search is not None:
+                if self.tool_search is not None or (rounds and self._forces_tools(run)):
+                    if rounds and self._forces_tools(run):
+                        # a forced choice would make the model call tools forever
+                        run.parameters = run.parameters.model_copy(
+                            update={"tool_choice": ToolChoice.AUTO}
+                        )
                     parameters = self._parameters(run)
                 request = ChatRequest.model_construct(
                     messages=tuple(run.messages), parameters=parameters
