@@ -42,8 +42,8 @@ _PROBE_TOOL = ToolCard(
 )
 _JSON_SCHEMA = {
     "type": "object",
-    "properties": {"city": {"type": "string"}, "sunny": {"type": "boolean"}},
-    "required": ["city", "sunny"],
+    "properties": {"sunny": {"type": "boolean"}},
+    "required": ["sunny"],
     "additionalProperties": False,
 }
 
@@ -187,7 +187,7 @@ def _run_checks(model: OpenAIChatModel) -> Capabilities:
     def structured() -> bool:
         response = native.chat(
             ChatRequest(
-                [UserMessage("Paris is sunny today. Reply in JSON.")],
+                [UserMessage("Paris is sunny today. Is it sunny? Reply in JSON.")],
                 _params(response_format=_JSON_SCHEMA),
             )
         )
