@@ -28,7 +28,7 @@ from .build import (
     ensure_llama_server,
     find_llama_server,
 )
-from .server import LlamaServer, LlamaServerError, find_model
+from .server import LlamaServer, LlamaServerError, ensure_model, find_model
 
 if TYPE_CHECKING:
     from ..providers import OpenAIChatModel
@@ -42,6 +42,7 @@ __all__ = [
     "cache_root",
     "cpu_key",
     "ensure_llama_server",
+    "ensure_model",
     "find_llama_server",
     "find_model",
     "local_chat_model",
@@ -51,9 +52,11 @@ __all__ = [
 
 @contextlib.contextmanager
 def local_server(*, build: bool = True, **server_options: Any) -> Iterator[LlamaServer]:
-    """Start a `LlamaServer` (building `llama-server` first when `build` and it is missing),
-    yield it, and stop it on exit."""
+    """Start a `LlamaServer` (building `llama-server` and installing the model first when
+    `build` is true and they are missing), yield it, and stop it on exit."""
     binary = server_options.pop("binary", None)
+    if build and server_options.get("model_path") is None:
+        server_options["model_path"] = ensure_model()
     if binary is None:
         binary = ensure_llama_server() if build else find_llama_server()
         if binary is None:

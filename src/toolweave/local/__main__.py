@@ -13,6 +13,7 @@ from . import (
     LlamaServerError,
     build_dir,
     ensure_llama_server,
+    ensure_model,
     find_llama_server,
     find_model,
 )
@@ -22,7 +23,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code."""
     parser = argparse.ArgumentParser(prog="python -m toolweave.local", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    b = sub.add_parser("build", help="build llama-server once (cached); no-op when built")
+    b = sub.add_parser(
+        "build", help="build llama-server once (cached) and install the model; no-op when done"
+    )
     b.add_argument("-j", "--jobs", type=int, default=2, help="parallel compilers (default 2)")
     b.add_argument(
         "--portable", action="store_true", help="GGML_NATIVE=OFF (not tuned to this CPU)"
@@ -33,14 +36,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "build":
-            print(ensure_llama_server(jobs=args.jobs, native=not args.portable))
+            started = time.monotonic()
+            binary = ensure_llama_server(jobs=args.jobs, native=not args.portable)
+            print(f"llama-server: {binary}")
+            print(f"model:        {ensure_model()}")
+            print(f"ready in {time.monotonic() - started:.0f} s")
         elif args.command == "path":
-            binary = find_llama_server()
-            print(f"llama-server: {binary or f'not built (would be in {build_dir()})'}")
+            found = find_llama_server()
+            print(f"llama-server: {found or f'not built (would be in {build_dir()})'}")
             print(f"model:        {find_model()}")
-            return 0 if binary else 1
+            return 0 if found else 1
         else:
-            with LlamaServer(ensure_llama_server(), port=args.port) as server:
+            with LlamaServer(ensure_llama_server(), ensure_model(), port=args.port) as server:
                 print(f"serving {server.model_name} at {server.base_url} (log {server.log_path})")
                 while server.running:
                     time.sleep(0.5)

