@@ -68,6 +68,9 @@ class PreparedRequest:
     verify: Any = True
     cert: Any = None
     secret_params: set[str] = field(default_factory=set)
+    secret_values: set[str] = field(default_factory=set)
+    """Credential values added by auth (header values, their tokens, query values); masked
+    wherever the server might echo them back (error messages, body excerpts)."""
 
     def apply_auth(self, result: Any) -> None:
         """Apply one `tool_auth` callback result (a mapping; see docs/http-tools.md)."""
@@ -78,16 +81,31 @@ class PreparedRequest:
         if not isinstance(result, Mapping):
             return
         for key, value in (result.get("headers") or {}).items():
-            self.headers[str(key)] = _scalar(value)
+            text = self.headers[str(key)] = _scalar(value)
+            self._secret(text)
+            self._secret(text.rsplit(None, 1)[-1] if text.strip() else "")  # "Bearer <token>"
         query = result.get("query") or result.get("queries") or result.get("params") or {}
         for key, value in query.items():
             self.params = [(k, v) for k, v in self.params if k != key]
             self.params.extend(_pairs(str(key), value))
             self.secret_params.add(str(key))
+            for _, v in _pairs(str(key), value):
+                self._secret(v)
         if "verify" in result:
             self.verify = result["verify"]
         if "cert" in result:
             self.cert = result["cert"]
+
+    def _secret(self, value: str) -> None:
+        if len(value) >= 6:  # shorter values would mask ordinary words
+            self.secret_values.add(value)
+
+    def mask(self, text: str) -> str:
+        """`text` with every credential value added by auth replaced by ``***``."""
+        for value in sorted(self.secret_values, key=len, reverse=True):
+            if value in text:
+                text = text.replace(value, _REDACTED)
+        return text
 
 
 def _tls_key(verify: Any, cert: Any) -> tuple[Any, ...]:
@@ -354,7 +372,7 @@ class RestfulApi(Tool):
             code = ErrorCode.RESTFUL_API_EXECUTION_ERROR
         return RestfulApiError(
             f"{req.method} request of tool {self._api_card.name!r} failed: "
-            f"{type(error).__name__}: {error}",
+            f"{type(error).__name__}: {req.mask(str(error))}",
             code=code,
             tool_name=self._api_card.name,
             cause=error,
@@ -367,7 +385,8 @@ class RestfulApi(Tool):
         reason = response.reason_phrase
         url = self._shown_url(response.url, req)
         if raise_for_status and status >= 400:
-            excerpt = body[:_EXCERPT].decode("utf-8", errors="replace")
+            # mask before cutting, so a credential at the cut cannot leak a prefix
+            excerpt = req.mask(body[: _EXCERPT * 2].decode("utf-8", errors="replace"))[:_EXCERPT]
             more = "..." if len(body) > _EXCERPT else ""
             raise RestfulApiResponseError(
                 f"HTTP {status} {reason} from {req.method} {url}: {excerpt}{more}",
