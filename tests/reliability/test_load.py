@@ -145,7 +145,7 @@ async def test_200_concurrent_conversations_hold_without_leaks(load_server: str)
     counter.assert_at_most_once()
     await guard.acheck()
     deadline = time.monotonic() + 10
-    while _open_fds() > fds_before and time.monotonic() < deadline:
+    while _open_fds() > fds_before and time.monotonic() < deadline:  # noqa: ASYNC110
         await asyncio.sleep(0.05)
     fds_after = _open_fds()
     rates = [CONVERSATIONS / t for t in times]
