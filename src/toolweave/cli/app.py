@@ -194,6 +194,7 @@ def chat(
         history: list[ChatMessage] = [SystemMessage(system)] if system else []
         with open_model(provider, model, console=err, base_url=base_url) as (chat_model, what):
             err.print(f"[dim]{escape(what)} · tools: {', '.join(t.card.name for t in loaded)}[/]")
+            _report_probe(chat_model)
             inputs: Iterator[str] = iter(message) if message else _prompt()
             for text in inputs:
                 if message:  # interactive input is already on screen
@@ -202,6 +203,25 @@ def chat(
                 result = render_stream(service.chat_stream(chat_model, params, history), out)
                 if result is not None:
                     history = list(result.messages)
+
+
+def _report_probe(chat_model: Any) -> None:
+    """For an OpenAI-compatible model in "auto" mode: probe it now and say what was found."""
+    from ..providers import OpenAIChatModel, probe_capabilities
+
+    if not isinstance(chat_model, OpenAIChatModel) or chat_model.tool_calling != "auto":
+        return
+    caps = probe_capabilities(chat_model)
+
+    def yn(flag: bool) -> str:
+        return "yes" if flag else "no"
+
+    err.print(
+        f"[dim]probe: native tool calls {yn(caps.native_tool_calls)}, tool_choice=required "
+        f"{yn(caps.tool_choice_required)}, parallel {yn(caps.parallel_tool_calls)}, streamed "
+        f"tool deltas {yn(caps.streaming_tool_calls)}, json_schema {yn(caps.json_schema)} "
+        f"→ {caps.recommended_tool_calling} tool calling[/]"
+    )
 
 
 def _prompt() -> Iterator[str]:
@@ -277,6 +297,7 @@ def demo(
         params = ChatRequestParameters(temperature=0)
         with open_model(chosen, model, console=err) as (chat_model, what):
             out.print(f"[dim]model: {escape(what)}[/]")
+            _report_probe(chat_model)
             out.print("[dim]tool:[/] get_weather(city: str)")
             out.print(f"[bold blue]user>[/] {escape(ask)}")
             started = time.monotonic()
