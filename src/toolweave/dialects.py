@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
 import jsonschema
@@ -57,9 +57,12 @@ from .tools.card import ToolCard
 
 __all__ = [
     "anthropic_tool",
+    "anthropic_tools",
     "gemini_function_declaration",
+    "gemini_function_declarations",
     "openai_responses_tool",
     "openai_tool",
+    "openai_tools",
     "to_anthropic_strict",
     "to_gemini_json_schema",
     "to_gemini_openapi",
@@ -560,3 +563,53 @@ def gemini_function_declaration(
         return out
 
     return _cached(card, ("gemini", mode), build)  # type: ignore[no-any-return]
+
+
+# Whole tool lists ---------------------------------------------------------------------------
+# A request carries every tool each turn; with thousands of tools even cached per-card lookups
+# add up, so the list is cached too, keyed by the identity of the (immutable) tuple of cards
+# that `ToolService` passes unchanged from turn to turn.
+_LIST_CACHE: dict[tuple[Any, ...], tuple[tuple[ToolCard, ...], tuple[dict[str, Any], ...]]] = {}
+_LIST_CACHE_SIZE = 64
+
+
+def _tool_list(
+    cards: Sequence[ToolCard], key: tuple[Any, ...], build: Callable[[ToolCard], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    if not isinstance(cards, tuple):
+        return [build(card) for card in cards]
+    full_key = (*key, id(cards))
+    hit = _LIST_CACHE.get(full_key)
+    if hit is not None and hit[0] is cards:
+        return list(hit[1])
+    entries = tuple(build(card) for card in cards)
+    if len(_LIST_CACHE) >= _LIST_CACHE_SIZE:
+        _LIST_CACHE.pop(next(iter(_LIST_CACHE)))
+    _LIST_CACHE[full_key] = (cards, entries)
+    return list(entries)
+
+
+def openai_tools(cards: Sequence[ToolCard], strict: bool | None = None) -> list[dict[str, Any]]:
+    """`openai_tool` for every card (a card's own `strict` wins over `strict`); the list is
+    cached per tuple of cards, so a large toolset costs one copy per request."""
+    return _tool_list(
+        cards,
+        ("openai", strict),
+        lambda card: openai_tool(card, card.strict if card.strict is not None else strict),
+    )
+
+
+def anthropic_tools(cards: Sequence[ToolCard], strict: bool | None = None) -> list[dict[str, Any]]:
+    """`anthropic_tool` for every card, cached like `openai_tools`."""
+    return _tool_list(
+        cards,
+        ("anthropic", strict),
+        lambda card: anthropic_tool(card, card.strict if card.strict is not None else strict),
+    )
+
+
+def gemini_function_declarations(
+    cards: Sequence[ToolCard], mode: Literal["openapi", "json_schema"] = "openapi"
+) -> list[dict[str, Any]]:
+    """`gemini_function_declaration` for every card, cached like `openai_tools`."""
+    return _tool_list(cards, ("gemini", mode), lambda card: gemini_function_declaration(card, mode))

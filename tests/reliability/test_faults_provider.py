@@ -403,11 +403,6 @@ async def test_loop_keeps_history_valid_when_the_second_model_call_fails(
     assert any(s.name.startswith("chat") for s in spans.get_finished_spans())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="service bug: ToolService._loop does not cancel eagerly started tool tasks "
-    "(`started`) when the model stream fails or the consumer stops (reported to the lead)",
-)
 @pytest.mark.parametrize("how", ["stream-reset", "consumer-stops"])
 async def test_eager_tools_do_not_outlive_a_failed_stream(
     fault_server: FaultServer, how: str

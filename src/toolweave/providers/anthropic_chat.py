@@ -20,7 +20,7 @@ from ..chat.events import (
 from ..chat.messages import AiMessage, SystemMessage, ToolExecutionResultMessage, UserMessage
 from ..chat.request import ChatRequest, ChatRequestParameters, ToolChoice
 from ..chat.response import ChatResponse, FinishReason, TokenUsage
-from ..dialects import anthropic_tool, to_anthropic_strict
+from ..dialects import anthropic_tools, to_anthropic_strict
 from ..errors import SchemaError
 from ..execution.content import ContentPart, FileContent, ImageContent, TextContent
 from ..execution.requests import ToolExecutionRequest
@@ -431,20 +431,12 @@ class AnthropicChatModel(HttpChatModel):
                     "tool that carries the structured answer; rename that tool",
                 )
             body["tools"] = [
-                *(
-                    anthropic_tool(
-                        card, card.strict if card.strict is not None else self.strict_tools
-                    )
-                    for card in tools
-                ),
+                *anthropic_tools(tools, self.strict_tools),
                 self._answer_tool(output),
             ]
             body["tool_choice"] = self._answer_choice(params, tools)
         elif tools:
-            body["tools"] = [
-                anthropic_tool(card, card.strict if card.strict is not None else self.strict_tools)
-                for card in tools
-            ]
+            body["tools"] = anthropic_tools(tools, self.strict_tools)
             choice = self._tool_choice(params.tool_choice, params.parallel_tool_calls, tools)
             if choice is not None:
                 body["tool_choice"] = choice

@@ -22,7 +22,7 @@ from ..chat.events import (
 from ..chat.messages import AiMessage, SystemMessage, ToolExecutionResultMessage, UserMessage
 from ..chat.request import ChatRequest, ChatRequestParameters, ToolChoice
 from ..chat.response import ChatResponse, FinishReason, TokenUsage
-from ..dialects import gemini_function_declaration, to_gemini_json_schema, to_gemini_openapi
+from ..dialects import gemini_function_declarations, to_gemini_json_schema, to_gemini_openapi
 from ..errors import AuthenticationError, ProviderError, SchemaError
 from ..execution.content import ContentPart, FileContent, ImageContent, TextContent
 from ..execution.requests import ToolExecutionRequest
@@ -314,11 +314,7 @@ class GeminiChatModel(HttpChatModel):
         tools = params.tools or ()
         if tools:
             body["tools"] = [
-                {
-                    "functionDeclarations": [
-                        gemini_function_declaration(card, self.schema_mode) for card in tools
-                    ]
-                }
+                {"functionDeclarations": gemini_function_declarations(tools, self.schema_mode)}
             ]
             if params.tool_choice is not None:
                 body["toolConfig"] = {

@@ -23,7 +23,7 @@ from ..chat.events import (
 from ..chat.messages import AiMessage, SystemMessage, ToolExecutionResultMessage, UserMessage
 from ..chat.request import ChatRequest, ChatRequestParameters, ToolChoice
 from ..chat.response import ChatResponse, FinishReason, TokenUsage
-from ..dialects import openai_tool, to_openai_strict
+from ..dialects import openai_tools, to_openai_strict
 from ..errors import SchemaError, UnsupportedOptionError
 from ..execution.content import FileContent, ImageContent, TextContent
 from ..execution.requests import ToolExecutionRequest
@@ -506,10 +506,7 @@ class OpenAIChatModel(HttpChatModel):
             body["stop"] = list(params.stop)
         tools = params.tools or ()
         if tools:
-            body["tools"] = [
-                openai_tool(card, card.strict if card.strict is not None else self.strict_tools)
-                for card in tools
-            ]
+            body["tools"] = openai_tools(tools, self.strict_tools)
         choice = params.tool_choice
         if choice is not None:
             if not tools:

@@ -163,7 +163,7 @@ class ModelArgumentsValidator:
             retry = any(
                 err["type"] in ("json_invalid", "model_type", "model_attributes_type")
                 or not err["loc"]
-                or err["loc"][0] in self._json_fields
+                or (err["loc"][0] in self._json_fields and isinstance(err.get("input"), str))
                 or (err.get("input", 0) is None and err["type"] != "missing")
                 for err in errs
             )

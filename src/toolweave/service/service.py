@@ -411,6 +411,7 @@ class ToolService:
         rounds = 0
         parameters = self._parameters(run)
         pending: list[ToolExecutionRequest] = []
+        started: dict[str, asyncio.Task[_Outcome]] = {}
         try:
             while True:
                 if self.tool_search is not None or (rounds and self._forces_tools(run)):
@@ -424,7 +425,7 @@ class ToolService:
                     messages=tuple(run.messages), parameters=parameters
                 )
                 await self._fire(E.MODEL_REQUEST, request=request, memory_id=run.memory_id)
-                started: dict[str, asyncio.Task[_Outcome]] = {}
+                started = {}
                 queue: asyncio.Queue[ServiceEvent] | None = asyncio.Queue() if streaming else None
                 if streaming:
                     response = None
@@ -527,6 +528,11 @@ class ToolService:
                     yield ChatCompleted(run.result(response, immediate=True))
                     return
         except BaseException as e:
+            early = [t for t in started.values() if not t.done()]
+            for task in early:  # tools started eagerly must not outlive the conversation
+                task.cancel()
+            if early:
+                await asyncio.gather(*early, return_exceptions=True)
             if pending:
                 self._answer_unanswered(run, pending, e)
             if isinstance(e, Exception):
