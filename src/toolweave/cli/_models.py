@@ -47,8 +47,10 @@ def open_model(
     console: Console,
     base_url: str | None = None,
     tool_calling: str | None = None,
+    model_options: dict[str, Any] | None = None,
 ) -> Iterator[tuple[ChatModel, str]]:
     """Yield `(chat model, description)`; closes the model (and stops a local server).
+    `model_options` go to `OpenAIChatModel` (openai and local providers).
 
     `provider` is `openai`, `anthropic`, `gemini`, `local`, `auto`, or `MODULE:OBJECT`
     naming a `ChatModel` (or a function returning one).
@@ -63,6 +65,7 @@ def open_model(
             options: dict[str, Any] = {"base_url": base_url}
             if tool_calling:
                 options["tool_calling"] = tool_calling
+            options.update(model_options or {})
             chat = OpenAIChatModel(model=name, **options)
         elif provider == "anthropic":
             chat = AnthropicChatModel(model=name, base_url=base_url)
@@ -82,7 +85,7 @@ def open_model(
                 "for the local model...[/]"
             )
             ensure_llama_server(console=console)
-        options = {"tool_calling": tool_calling or "auto"}
+        options = {"tool_calling": tool_calling or "auto", **(model_options or {})}
         with local_chat_model(**options) as chat:
             yield chat, f"local llama-server {chat.model} at {chat.base_url}"
         return

@@ -21,6 +21,7 @@ from .. import dialects
 from ..chat import ChatMessage, ChatRequestParameters, SystemMessage, UserMessage
 from ..errors import ToolweaveError
 from ..execution import DefaultToolExecutor, ToolExecutionRequest
+from ..providers.constrained import ConstrainedToolCalling
 from ..service import ToolService
 from ..tools import Tool
 from ._load import CliError, load_tools
@@ -295,8 +296,12 @@ def demo(
         ask = question or (LOCAL_QUESTION if chosen == "local" else SEED_QUESTION)
         service = ToolService(max_tool_calling_round_trips=4).tools(get_weather)
         params = ChatRequestParameters(temperature=0)
-        with open_model(chosen, model, console=err) as (chat_model, what):
-            out.print(f"[dim]model: {escape(what)}[/]")
+        # the weather question needs one tool round: then the small local model must answer
+        one_round = {"constrained": ConstrainedToolCalling(max_tool_rounds=1)}
+        with open_model(
+            chosen, model, console=err, model_options=one_round if chosen == "local" else None
+        ) as (chat_model, what):
+            out.print(f"[dim]model: {escape(what)}[/]", soft_wrap=True)
             _report_probe(chat_model)
             out.print("[dim]tool:[/] get_weather(city: str)")
             out.print(f"[bold blue]user>[/] {escape(ask)}")
