@@ -276,11 +276,13 @@ class LlamaServer:
                 proc.wait(timeout=timeout)
 
     def chat_model(self, **kwargs: Any) -> OpenAIChatModel:
-        """An `OpenAIChatModel` talking to this server (keyword arguments are passed on)."""
+        """An `OpenAIChatModel` talking to this server (keyword arguments are passed on;
+        the timeout defaults to 120 s)."""
         from ..providers import OpenAIChatModel
 
         options: dict[str, Any] = {"model": self.model_name, "base_url": self.base_url}
         options.setdefault("api_key", "local")
+        options.setdefault("timeout", 120.0)  # the whole context generates in under a minute
         options.update(kwargs)
         return OpenAIChatModel(**options)
 
