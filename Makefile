@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench fuzz lint typecheck clean
+.PHONY: test demo local-model bench fuzz lint typecheck clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,8 +23,14 @@ typecheck: $(STAMP)
 test: lint typecheck
 	$(BIN)/pytest -q
 
+# The seed's weather scenario end to end: a cloud provider when its key is set, otherwise a
+# local model (llama.cpp's server, built once and cached, with SmolLM2).
 demo: $(STAMP)
-	$(BIN)/python examples/weather.py
+	$(BIN)/toolweave demo
+
+# Build (once) and cache the local llama.cpp server used by the demo and the e2e tests.
+local-model: $(STAMP)
+	$(BIN)/python -m toolweave.local build
 
 fuzz: $(STAMP)
 	FUZZ_SECONDS=$${FUZZ_SECONDS:-300} $(BIN)/pytest tests/fuzz -q -s

@@ -366,13 +366,12 @@ def test_images_in_tool_results_are_refused_before_sending(
     assert body["messages"][-1] == {"role": "tool", "tool_call_id": "c1", "content": "a chart"}
 
 
-def test_response_format_refused_and_tool_calling_modes(
-    server: ProviderServer, openai_model: OpenAIChatModel
-) -> None:
-    # response_format is mapped now: tests/providers/test_structured_output.py
+def test_tool_calling_modes(server: ProviderServer, openai_model: OpenAIChatModel) -> None:
+    # response_format: tests/providers/test_structured_output.py; constrained mode: tests/e2e
     with pytest.raises(UnsupportedOptionError, match="tool_calling"):
-        OpenAIChatModel("m", api_key="k", tool_calling="constrained")
+        OpenAIChatModel("m", api_key="k", tool_calling="bogus")  # type: ignore[arg-type]
     assert OpenAIChatModel("m", api_key="k", tool_calling="native").tool_calling == "native"
+    assert OpenAIChatModel("m", api_key="k", tool_calling="constrained").tool_calling == "constrained"
 
 
 def test_custom_parameters_merged_last() -> None:
