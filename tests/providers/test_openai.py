@@ -371,7 +371,9 @@ def test_tool_calling_modes(server: ProviderServer, openai_model: OpenAIChatMode
     with pytest.raises(UnsupportedOptionError, match="tool_calling"):
         OpenAIChatModel("m", api_key="k", tool_calling="bogus")  # type: ignore[arg-type]
     assert OpenAIChatModel("m", api_key="k", tool_calling="native").tool_calling == "native"
-    assert OpenAIChatModel("m", api_key="k", tool_calling="constrained").tool_calling == "constrained"
+    assert (
+        OpenAIChatModel("m", api_key="k", tool_calling="constrained").tool_calling == "constrained"
+    )
 
 
 def test_custom_parameters_merged_last() -> None:
