@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterator
 
 import pytest
+from pydantic import BaseModel
 from typer.testing import CliRunner
 
 from toolweave import (
@@ -123,3 +124,23 @@ def test_demo_command_on_the_local_model(llama_server: LlamaServer) -> None:
     out = result.stdout
     assert "tool call get_weather" in out and "tool result" in out and "assistant>" in out
     assert out.index("tool call") < out.index("tool result") < out.index("assistant>")
+
+
+class Forecast(BaseModel):
+    city: str
+    temperature_celsius: int
+
+
+@pytest.mark.parametrize("with_tools", [False, True])
+def test_structured_output_from_the_real_model(model: OpenAIChatModel, with_tools: bool) -> None:
+    """The server's grammar enforces the schema: the answer parses into the type, whether or
+    not the model calls a tool first (the answer branch of the constrained schema)."""
+    service = ToolService(max_tool_calling_round_trips=3)
+    if with_tools:
+        service.tools(get_weather)
+    result = service.chat(
+        model, PARAMS, "Give the forecast for Paris as JSON.", output_type=Forecast
+    )
+    assert isinstance(result.output, Forecast)
+    assert result.output.city.strip()
+    assert Forecast.model_validate_json(result.text or "") == result.output
