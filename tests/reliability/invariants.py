@@ -4,9 +4,9 @@
   right after it, and no id is used by two calls;
 - `Counter` / `counting_tool`: how many times each tool body really ran;
 - `LeakGuard`: no asyncio task and no thread outlives a scenario. Threads are compared by
-  identity with a snapshot taken before; idle workers of an event loop's default executor
-  (named ``asyncio_N``) are tolerated, because `asyncio.to_thread` (used by sync tools and
-  by `McpClient.close`) leaves them parked until the loop closes — they run nothing;
+  identity with a snapshot taken before; idle pool workers are tolerated — toolweave's own
+  (``toolweave-worker_N``, which runs sync tools) and an event loop's default executor's
+  (``asyncio_N``, used by `McpClient.close`) stay parked for reuse — they run nothing;
 - `SecretScan`: no planted secret in error texts, log records (message, args, exception
   text) or OpenTelemetry spans (names, attributes, events, status).
 """
@@ -83,7 +83,7 @@ class Counter:
 
 # leaks ------------------------------------------------------------------------------------------
 def _executor_worker(t: threading.Thread) -> bool:
-    return t.name.startswith("asyncio_")
+    return t.name.startswith(("asyncio_", "toolweave-worker"))
 
 
 class LeakGuard:

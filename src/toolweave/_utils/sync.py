@@ -16,8 +16,11 @@ _local = threading.local()
 
 def _runner() -> asyncio.Runner:
     runner: asyncio.Runner | None = getattr(_local, "runner", None)
-    if runner is None:
-        runner = asyncio.Runner()
+    if runner is None or runner.get_loop().is_closed():
+        # With a loop_factory the runner does not install its loop as the thread's current
+        # event loop, so code calling asyncio.get_event_loop() (test frameworks, libraries)
+        # never gets hold of it and cannot close it or shut its executor down.
+        runner = asyncio.Runner(loop_factory=asyncio.new_event_loop)
         _local.runner = runner
     return runner
 

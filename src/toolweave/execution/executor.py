@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from .._utils.sync import run_sync
+from .._utils.threads import to_thread
 from ..context import ToolContext
 from ..errors import (
     AbortError,
@@ -171,13 +172,12 @@ class _CallableExecutor:
     async def aexecute_with_result(
         self, request: ToolExecutionRequest, memory_id: Any = None, **_: Any
     ) -> ToolExecutionResult:
-        import asyncio
 
         fn = self._with_result or self._execute
         if inspect.iscoroutinefunction(fn):
             out = await fn(request, memory_id)
         else:
-            out = await asyncio.to_thread(fn, request, memory_id)
+            out = await to_thread(fn, request, memory_id)
             if inspect.isawaitable(out):
                 out = await out
         if isinstance(out, ToolExecutionResult):

@@ -27,6 +27,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 from .._utils.sync import iterate_sync, run_sync
+from .._utils.threads import to_thread
 from ..callbacks.events import ToolCallEvents as E
 from ..callbacks.framework import CallbackFramework, callback_framework
 from ..callbacks.otel import span, tool_span_attributes, tracing_enabled
@@ -208,7 +209,7 @@ class Tool:
         if self._implements("_ainvoke"):
             call = self._ainvoke(args, **kwargs)
         elif self._implements("_invoke"):
-            call = asyncio.to_thread(self._invoke, args, **kwargs)
+            call = to_thread(self._invoke, args, **kwargs)
         else:
             raise self._not_supported("invoke")
         if timeout is None:
@@ -390,9 +391,9 @@ class Tool:
                     yield chunk
             return
         ctx = contextvars.copy_context()
-        iterator = await asyncio.to_thread(ctx.run, lambda: iter(self._stream(args, **kwargs)))
+        iterator = await to_thread(ctx.run, lambda: iter(self._stream(args, **kwargs)))
         while True:
-            chunk = await asyncio.to_thread(ctx.run, next, iterator, _DONE)  # type: ignore[arg-type]
+            chunk = await to_thread(ctx.run, next, iterator, _DONE)  # type: ignore[arg-type]
             if chunk is _DONE:
                 return
             yield chunk

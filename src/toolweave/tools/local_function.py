@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import functools
@@ -12,6 +11,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
 from .._utils.sync import iterate_sync, run_sync
+from .._utils.threads import to_thread
 from ..callbacks.framework import CallbackFramework
 from ..context import ToolContext
 from ..errors import ErrorCode, ToolCardError, ToolExecutionError, ToolNotSupportedError
@@ -182,7 +182,7 @@ class LocalFunction(Tool):
         args, call = self._call_arguments(inputs, kwargs)
         if self._is_async:
             return await self.func(*args, **call)
-        result = await asyncio.to_thread(self.func, *args, **call)
+        result = await to_thread(self.func, *args, **call)
         if inspect.isawaitable(result):
             return await result
         return result
@@ -207,7 +207,7 @@ class LocalFunction(Tool):
             result = await self.func(*args, **call)
         else:
             ctx = contextvars.copy_context()
-            result = await asyncio.to_thread(ctx.run, self.func, *args, **call)
+            result = await to_thread(ctx.run, self.func, *args, **call)
             if inspect.isawaitable(result):
                 result = await result
         if inspect.isgenerator(result) or (
@@ -216,7 +216,7 @@ class LocalFunction(Tool):
             # a sync generator: pull each item in a worker thread
             ctx = contextvars.copy_context()
             while True:
-                item = await asyncio.to_thread(ctx.run, next, result, _MISSING)  # type: ignore[arg-type]
+                item = await to_thread(ctx.run, next, result, _MISSING)  # type: ignore[arg-type]
                 if item is _MISSING:
                     return
                 yield item
