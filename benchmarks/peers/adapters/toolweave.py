@@ -14,7 +14,7 @@ from toolweave import (
     ToolService,
     tool,
 )
-from toolweave.dialects import openai_tool
+from toolweave.dialects import openai_tool, openai_tools
 
 from .. import _subject
 from .._common import (
@@ -190,8 +190,9 @@ def _scale_cases(env: Env) -> list[Case]:
             return ToolService().tools(tools)
 
         def request_tools(cards: Any = cards) -> list[dict[str, Any]]:
-            # what OpenAIChatModel._body does for every request (cached per card)
-            return [openai_tool(c, c.strict) for c in cards]
+            # what OpenAIChatModel._body does for every request: the list of the service's
+            # (unchanged) card tuple, cached, copied per request
+            return openai_tools(cards)
 
         def lookups(names: list[str] = names, entries: Any = service._entries) -> None:
             for name in names:  # ToolService._dispatch: self._entries.get(call.name)
@@ -201,7 +202,7 @@ def _scale_cases(env: Env) -> list[Case]:
             sync_case(f"W8.register.{n}", f"register {n} tools (ToolService().tools)", register),
             sync_case(
                 f"W8.request.{n}",
-                f"tool list for one request, {n} tools (openai_tool per card, cached)",
+                f"tool list for one request, {n} tools (openai_tools, cached)",
                 request_tools,
             ),
             sync_case(
