@@ -125,6 +125,17 @@ class _Run:
 
 
 @dataclass(slots=True)
+class _Turn:
+    """One model turn of a streamed conversation: its event queue, the tools it started
+    early, the response and the round's outcomes."""
+
+    queue: asyncio.Queue[Any] | None = None
+    started: dict[str, asyncio.Task[_Outcome]] = field(default_factory=dict)
+    response: ChatResponse | None = None
+    outcomes: list[_Outcome] = field(default_factory=list)
+
+
+@dataclass(slots=True)
 class _Outcome:
     """One call's result, plus the exception a handler raised (re-raised after the round)."""
 
@@ -411,52 +422,28 @@ class ToolService:
         rounds = 0
         parameters = self._parameters(run)
         pending: list[ToolExecutionRequest] = []
-        started: dict[str, asyncio.Task[_Outcome]] = {}
+        turn = _Turn()
         try:
             while True:
-                if self.tool_search is not None or (rounds and self._forces_tools(run)):
-                    if rounds and self._forces_tools(run):
-                        # a forced choice would make the model call tools forever
-                        run.parameters = run.parameters.model_copy(
-                            update={"tool_choice": ToolChoice.AUTO}
-                        )
+                if rounds and self._forces_tools(run):
+                    # a forced choice would make the model call tools forever
+                    run.parameters = run.parameters.model_copy(
+                        update={"tool_choice": ToolChoice.AUTO}
+                    )
+                    parameters = self._parameters(run)
+                elif self.tool_search is not None:
                     parameters = self._parameters(run)
                 request = ChatRequest.model_construct(
                     messages=tuple(run.messages), parameters=parameters
                 )
                 await self._fire(E.MODEL_REQUEST, request=request, memory_id=run.memory_id)
-                started = {}
-                queue: asyncio.Queue[ServiceEvent] | None = asyncio.Queue() if streaming else None
+                turn = _Turn(asyncio.Queue() if streaming else None)
                 if streaming:
-                    response = None
-                    barrier_seen = False
-                    partial_text: list[str] = []
-                    last_partial: Any = None
-                    async for event in model.astream(request):
+                    eager_ok = eager and rounds < self.max_tool_calling_round_trips
+                    async for event in self._stream_turn(model, request, run, turn, eager_ok):
                         yield event
-                        if run.output is not None and isinstance(event, TextDelta):
-                            partial_text.append(event.text)
-                            value = parse_partial_json("".join(partial_text))
-                            if value is not None and value != last_partial:
-                                last_partial = value
-                                yield PartialOutput(value)
-                        if isinstance(event, ResponseCompleted):
-                            response = event.response
-                        elif eager and isinstance(event, CompleteToolCall):
-                            entry = self._entries.get(event.request.name)
-                            if barrier_seen or (entry is not None and not entry.card.parallel_safe):
-                                barrier_seen = True
-                            elif rounds < self.max_tool_calling_round_trips:
-                                started[event.request.id] = asyncio.create_task(
-                                    self._execute_one(event.request, run, queue)
-                                )
-                        if queue is not None:
-                            while not queue.empty():
-                                yield queue.get_nowait()
-                    if response is None:
-                        raise ToolweaveError(
-                            f"the model stream of {type(model).__name__} ended without a final response"
-                        )
+                    assert turn.response is not None  # _stream_turn raises otherwise
+                    response = turn.response
                 else:
                     with span(
                         f"chat {parameters.model or ''}".strip(),
@@ -470,19 +457,15 @@ class ToolService:
                 run.messages.append(ai)
                 calls = list(ai.tool_execution_requests)
                 if not calls:
-                    if run.output is not None:
-                        correction = self._check_output(run, response)
-                        if correction is not None:
-                            run.intermediate.append(response)
-                            run.messages.append(correction)
-                            continue
-                    result = run.result(response)
-                    yield ChatCompleted(result)
+                    correction = self._check_output(run, response) if run.output else None
+                    if correction is not None:
+                        run.intermediate.append(response)
+                        run.messages.append(correction)
+                        continue
+                    yield ChatCompleted(run.result(response))
                     return
                 pending = calls
                 if rounds >= self.max_tool_calling_round_trips:
-                    for task in started.values():
-                        task.cancel()
                     raise ToolLoopLimitError(
                         f"the model asked for tools more than max_tool_calling_round_trips="
                         f"{self.max_tool_calling_round_trips} times; stopping the loop"
@@ -492,27 +475,12 @@ class ToolService:
                 await self._fire(
                     E.ROUND_STARTED, round=rounds, requests=calls, memory_id=run.memory_id
                 )
-                if queue is None:
-                    outcomes = await self._execute_round(calls, run, None, started)
+                if turn.queue is None:
+                    outcomes = await self._execute_round(calls, run, None, turn.started)
                 else:
-                    round_task = asyncio.create_task(
-                        self._execute_round(calls, run, queue, started)
-                    )
-                    try:
-                        while not round_task.done() or not queue.empty():
-                            getter = asyncio.ensure_future(queue.get())
-                            await asyncio.wait(
-                                {getter, round_task}, return_when=asyncio.FIRST_COMPLETED
-                            )
-                            if getter.done():
-                                yield getter.result()
-                            else:
-                                getter.cancel()
-                        outcomes = round_task.result()
-                    finally:
-                        if not round_task.done():
-                            round_task.cancel()
-                            await asyncio.gather(round_task, return_exceptions=True)
+                    async for event in self._stream_round(calls, run, turn):
+                        yield event
+                    outcomes = turn.outcomes
                 self._record(run, calls, outcomes)
                 pending = []
                 await self._fire(
@@ -528,7 +496,7 @@ class ToolService:
                     yield ChatCompleted(run.result(response, immediate=True))
                     return
         except BaseException as e:
-            early = [t for t in started.values() if not t.done()]
+            early = [t for t in turn.started.values() if not t.done()]
             for task in early:  # tools started eagerly must not outlive the conversation
                 task.cancel()
             if early:
@@ -541,6 +509,61 @@ class ToolService:
                 except AttributeError:
                     pass
             raise
+
+    async def _stream_turn(
+        self, model: ChatModel, request: ChatRequest, run: _Run, turn: _Turn, eager: bool
+    ) -> AsyncIterator[ServiceEvent]:
+        """One streamed model call: its events, partial outputs, and (with `eager`) tools
+        started as soon as their call is complete; sets `turn.response`."""
+        assert turn.queue is not None
+        barrier_seen = False
+        partial_text: list[str] = []
+        last_partial: Any = None
+        async for event in model.astream(request):
+            yield event
+            if run.output is not None and isinstance(event, TextDelta):
+                partial_text.append(event.text)
+                value = parse_partial_json("".join(partial_text))
+                if value is not None and value != last_partial:
+                    last_partial = value
+                    yield PartialOutput(value)
+            if isinstance(event, ResponseCompleted):
+                turn.response = event.response
+            elif eager and isinstance(event, CompleteToolCall):
+                entry = self._entries.get(event.request.name)
+                if barrier_seen or (entry is not None and not entry.card.parallel_safe):
+                    barrier_seen = True  # calls after a barrier wait for the whole response
+                else:
+                    turn.started[event.request.id] = asyncio.create_task(
+                        self._execute_one(event.request, run, turn.queue)
+                    )
+            while not turn.queue.empty():
+                yield turn.queue.get_nowait()
+        if turn.response is None:
+            raise ToolweaveError(
+                f"the model stream of {type(model).__name__} ended without a final response"
+            )
+
+    async def _stream_round(
+        self, calls: list[ToolExecutionRequest], run: _Run, turn: _Turn
+    ) -> AsyncIterator[ServiceEvent]:
+        """Run a round while yielding its tool events as they happen; sets `turn.outcomes`."""
+        queue = turn.queue
+        assert queue is not None
+        round_task = asyncio.create_task(self._execute_round(calls, run, queue, turn.started))
+        try:
+            while not round_task.done() or not queue.empty():
+                getter = asyncio.ensure_future(queue.get())
+                await asyncio.wait({getter, round_task}, return_when=asyncio.FIRST_COMPLETED)
+                if getter.done():
+                    yield getter.result()
+                else:
+                    getter.cancel()
+            turn.outcomes = round_task.result()
+        finally:
+            if not round_task.done():
+                round_task.cancel()
+                await asyncio.gather(round_task, return_exceptions=True)
 
     def _check_output(self, run: _Run, response: ChatResponse) -> UserMessage | None:
         """Validate the final answer; a correction request, or None once it is valid."""
