@@ -15,7 +15,8 @@ from ..chat.events import StreamEvent
 from ..chat.model import BaseChatModel
 from ..chat.request import ChatRequest, ChatRequestParameters
 from ..chat.response import ChatResponse
-from ..errors import SchemaError, UnsupportedOptionError
+from ..errors import SchemaError, ToolArgumentsError, UnsupportedOptionError
+from ..schema.arguments import parse_arguments
 from ..schema.output import OutputSchema
 from ._http import DEFAULT_MAX_RETRIES, HttpTransport
 from ._sse import SSEEvent
@@ -47,6 +48,22 @@ def merge_custom(body: dict[str, Any], custom: Mapping[str, Any]) -> dict[str, A
         else:
             body[key] = value
     return body
+
+
+def arguments_object(arguments: str) -> dict[str, Any]:
+    """A past tool call's raw arguments as the object a wire format needs (Anthropic
+    `tool_use.input`, Gemini `functionCall.args`): repaired like any arguments, and `{}` when
+    blank or beyond repair, so a bad call in the history never blocks the conversation."""
+    if not arguments or not arguments.strip():
+        return {}
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        try:
+            value = parse_arguments(arguments)
+        except ToolArgumentsError:
+            return {}
+    return value if isinstance(value, dict) else {}
 
 
 def compact_json(value: Any) -> str:

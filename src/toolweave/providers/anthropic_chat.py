@@ -25,7 +25,7 @@ from ..errors import SchemaError
 from ..execution.content import ContentPart, FileContent, ImageContent, TextContent
 from ..execution.requests import ToolExecutionRequest
 from ..schema.output import OutputSchema
-from ._base import HttpChatModel, compact_json
+from ._base import HttpChatModel, arguments_object, compact_json
 from ._http import DEFAULT_MAX_RETRIES, HttpTransport
 from ._sse import SSEEvent
 
@@ -563,7 +563,7 @@ class AnthropicChatModel(HttpChatModel):
                     "type": "tool_use",
                     "id": call.id,
                     "name": call.name,
-                    "input": _parse_input(call.arguments),
+                    "input": arguments_object(call.arguments),
                 }
             )
         return blocks
@@ -684,19 +684,3 @@ def _has_tool_result(message: Mapping[str, Any]) -> bool:
     return isinstance(content, list) and any(
         isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content
     )
-
-
-def _parse_input(arguments: str) -> dict[str, Any]:
-    """The `input` object of a `tool_use` block (blank or unparseable arguments → `{}`)."""
-    if not arguments or not arguments.strip():
-        return {}
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        try:
-            from ..schema.arguments import parse_arguments
-
-            value = parse_arguments(arguments)
-        except Exception:
-            return {}
-    return value if isinstance(value, dict) else {}

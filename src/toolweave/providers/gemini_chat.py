@@ -27,7 +27,7 @@ from ..errors import AuthenticationError, ProviderError, SchemaError
 from ..execution.content import ContentPart, FileContent, ImageContent, TextContent
 from ..execution.requests import ToolExecutionRequest
 from ..schema.output import OutputSchema
-from ._base import HttpChatModel, compact_json
+from ._base import HttpChatModel, arguments_object, compact_json
 from ._http import DEFAULT_MAX_RETRIES, HttpTransport
 from ._sse import SSEEvent
 
@@ -412,7 +412,10 @@ class GeminiChatModel(HttpChatModel):
         if message.text:
             parts.append({"text": message.text})
         for call in message.tool_execution_requests:
-            function_call: dict[str, Any] = {"name": call.name, "args": _parse_args(call.arguments)}
+            function_call: dict[str, Any] = {
+                "name": call.name,
+                "args": arguments_object(call.arguments),
+            }
             if not call.id.startswith(GENERATED_ID_PREFIX):
                 function_call["id"] = call.id
             parts.append({"functionCall": function_call})
@@ -456,21 +459,6 @@ class GeminiChatModel(HttpChatModel):
 
     def _parser(self) -> GeminiStreamParser:
         return GeminiStreamParser(self._http)
-
-
-def _parse_args(arguments: str) -> dict[str, Any]:
-    if not arguments or not arguments.strip():
-        return {}
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        try:
-            from ..schema.arguments import parse_arguments
-
-            value = parse_arguments(arguments)
-        except Exception:
-            return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _openapi_response_schema(schema: dict[str, Any]) -> dict[str, Any]:
