@@ -18,10 +18,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 @overload
-def tool(func: Callable[..., Any], /) -> LocalFunction: ...
-
-
-@overload
 def tool(
     func: None = None,
     /,
