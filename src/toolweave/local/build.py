@@ -187,12 +187,32 @@ def ensure_llama_server(
         return _build(version, root, jobs=jobs, native=native, console=console, keep=keep_sources)
 
 
+def _find_cmake() -> str:
+    """cmake from PATH, else the `cmake` wheel from PyPI installed into this environment
+    (a machine with a compiler but no cmake still builds)."""
+    found = shutil.which("cmake")
+    if found:
+        return found
+    beside = Path(sys.executable).with_name("cmake")
+    if not beside.is_file():
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "-q", "cmake"],
+            capture_output=True,
+            check=False,
+            timeout=600,
+        )
+    if beside.is_file():
+        return str(beside)
+    raise LlamaBuildError(
+        "cmake is not installed and `pip install cmake` did not provide it; "
+        "install cmake (e.g. apt-get install cmake) to build llama-server"
+    )
+
+
 def _build(
     version: str, root: Path, *, jobs: int, native: bool, console: Console, keep: bool
 ) -> Path:
-    for tool in ("cmake",):
-        if shutil.which(tool) is None:
-            raise LlamaBuildError(f"{tool} is not installed; it is needed to build llama-server")
+    cmake = _find_cmake()
     logs = root / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     sdist_dir, src, build = root / "sdist", root / "src", root / "build"
@@ -236,7 +256,7 @@ def _build(
         if not (build / "CMakeCache.txt").is_file():
             _run(
                 [
-                    "cmake", "-S", str(source), "-B", str(build),
+                    cmake, "-S", str(source), "-B", str(build),
                     "-DCMAKE_BUILD_TYPE=Release",
                     "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
                     "-DLLAMA_BUILD_TOOLS=ON", "-DLLAMA_CURL=OFF",
@@ -266,7 +286,7 @@ def _build(
                 )
 
         _run(
-            ["cmake", "--build", str(build), "--target", "llama-server", "-j", str(jobs)],
+            [cmake, "--build", str(build), "--target", "llama-server", "-j", str(jobs)],
             cwd=root, log=logs / "build.log", step="cmake build", on_line=on_line,
         )  # fmt: skip
         progress.update(task, completed=100)
