@@ -26,7 +26,6 @@ from .ssrf import GuardedAsyncTransport, GuardedSyncTransport, Resolver
 __all__ = ["AuthSpec", "PreparedRequest", "RestfulApi"]
 
 _BODYLESS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
-_TIMEOUT_KEY = "_restful_timeout"
 _EXCERPT = 500
 _REDACTED = "***"
 
@@ -130,6 +129,8 @@ class RestfulApi(Tool):
     `(host, port) -> [ip, ...]` (for tests).
     """
 
+    handles_timeout = True  # the deadline is enforced here, so it surfaces as 182101
+
     def __init__(
         self,
         card: RestfulApiCard,
@@ -157,13 +158,6 @@ class RestfulApi(Tool):
     def card(self) -> RestfulApiCard:
         """The tool's `RestfulApiCard`."""
         return self._api_card
-
-    # the base class would wrap the call in its own timeout (182013); HTTP tools enforce the
-    # deadline themselves so that it surfaces as 182101.
-    def _split(self, kwargs: dict[str, Any]) -> tuple[dict[str, Any], float | None]:
-        prep, timeout = super()._split(kwargs)
-        kwargs[_TIMEOUT_KEY] = timeout
-        return prep, None
 
     # request building -----------------------------------------------------------------------
     def build_request(self, inputs: Mapping[str, Any]) -> PreparedRequest:
@@ -315,7 +309,7 @@ class RestfulApi(Tool):
 
     # calling --------------------------------------------------------------------------------
     def _options(self, kwargs: dict[str, Any]) -> tuple[float | None, int, bool]:
-        timeout = kwargs.get(_TIMEOUT_KEY, self._api_card.timeout)
+        timeout = kwargs.get("timeout", self._api_card.timeout)
         limit = kwargs.get("max_response_byte_size") or self._api_card.max_response_byte_size
         raise_for_status = kwargs.get("raise_for_status", True)
         return timeout, int(limit), bool(raise_for_status)

@@ -172,9 +172,18 @@ class Tool:
         )
 
     # invoke ---------------------------------------------------------------------------------
+    handles_timeout: bool = False
+    """Set by tool kinds that enforce the per-call timeout themselves (HTTP tools report it
+    with their own error code): the base class then passes it on as `timeout=` to the
+    template method instead of cancelling the call itself."""
+
     def _split(self, kwargs: dict[str, Any]) -> tuple[dict[str, Any], float | None]:
         prep = {k: kwargs.pop(k) for k in _PREP_OPTIONS if k in kwargs}
-        return prep, pop_timeout(kwargs, self._card.timeout)
+        timeout = pop_timeout(kwargs, self._card.timeout)
+        if self.handles_timeout:
+            kwargs["timeout"] = timeout
+            return prep, None
+        return prep, timeout
 
     def _timeout_error(self, timeout: float) -> ToolTimeoutError:
         return ToolTimeoutError(
