@@ -37,6 +37,20 @@ class StreamParser(Protocol):
         ...
 
 
+def feed_batch(parser: StreamParser, batch: list[SSEEvent]) -> list[StreamEvent]:
+    """The events of one network read: the parser's own `feed_batch` when it has one (the
+    OpenAI aggregator coalesces argument fragments per read), else `feed` for each."""
+    batched = getattr(parser, "feed_batch", None)
+    if batched is not None:
+        return batched(batch)  # type: ignore[no-any-return]
+    if len(batch) == 1:
+        return parser.feed(batch[0])
+    out: list[StreamEvent] = []
+    for sse in batch:
+        out.extend(parser.feed(sse))
+    return out
+
+
 def merge_custom(body: dict[str, Any], custom: Mapping[str, Any]) -> dict[str, Any]:
     """Merge `custom` into `body` last: dicts merge recursively, other values replace, and a
     `None` value removes the key."""
@@ -244,8 +258,8 @@ class HttpChatModel(BaseChatModel):
     def _stream(
         self, url: str, body: dict[str, Any], parser: StreamParser
     ) -> Iterator[StreamEvent]:
-        for sse in self._http.stream_events(url, body):
-            yield from parser.feed(sse)
+        for batch in self._http.stream_events(url, body):
+            yield from feed_batch(parser, batch)
         yield from parser.finish()
 
     def astream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
@@ -258,8 +272,8 @@ class HttpChatModel(BaseChatModel):
     ) -> AsyncIterator[StreamEvent]:
         events = self._http.astream_events(url, body)
         try:
-            async for sse in events:
-                for event in parser.feed(sse):
+            async for batch in events:
+                for event in feed_batch(parser, batch):
                     yield event
         finally:
             await events.aclose()  # type: ignore[attr-defined]

@@ -370,9 +370,9 @@ class HttpTransport:
 
     def stream_events(
         self, url: str, body: Any, headers: Mapping[str, str] | None = None
-    ) -> Iterator[SSEEvent]:
-        """POST `body` and yield the SSE events of the answer (retried only before the
-        first event)."""
+    ) -> Iterator[list[SSEEvent]]:
+        """POST `body` and yield the SSE events of the answer, one list per network read
+        (retried only before the first event)."""
         attempt = 0
         while True:
             try:
@@ -407,8 +407,12 @@ class HttpTransport:
             decoder = SSEDecoder()
             try:
                 for chunk in response.iter_bytes():
-                    yield from decoder.feed(chunk)
-                yield from decoder.flush()
+                    batch = decoder.feed(chunk)
+                    if batch:
+                        yield batch
+                tail = decoder.flush()
+                if tail:
+                    yield tail
             except _RETRYABLE_EXCEPTIONS as e:
                 raise self._connection_error(e, during_stream=True) from e
         finally:
@@ -442,7 +446,7 @@ class HttpTransport:
 
     async def astream_events(
         self, url: str, body: Any, headers: Mapping[str, str] | None = None
-    ) -> AsyncIterator[SSEEvent]:
+    ) -> AsyncIterator[list[SSEEvent]]:
         """Async `stream_events`."""
         attempt = 0
         while True:
@@ -479,10 +483,12 @@ class HttpTransport:
             decoder = SSEDecoder()
             try:
                 async for chunk in response.aiter_bytes():
-                    for event in decoder.feed(chunk):
-                        yield event
-                for event in decoder.flush():
-                    yield event
+                    batch = decoder.feed(chunk)
+                    if batch:
+                        yield batch
+                tail = decoder.flush()
+                if tail:
+                    yield tail
             except _RETRYABLE_EXCEPTIONS as e:
                 raise self._connection_error(e, during_stream=True) from e
         finally:

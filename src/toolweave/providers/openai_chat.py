@@ -119,6 +119,9 @@ def _optional_not_nullable(schema: Any) -> bool:
     return any(_optional_not_nullable(child) for child in children)
 
 
+_NO_EVENTS: list[StreamEvent] = []  # shared, never mutated: "nothing to emit"
+
+
 class _Call:
     __slots__ = ("completed", "id", "name", "parts")
 
@@ -147,6 +150,7 @@ class OpenAIStreamAggregator:
         "_calls",
         "_current",
         "_current_parts",
+        "_held",
         "_last_raw",
         "_raw_map",
         "_transport",
@@ -177,6 +181,9 @@ class OpenAIStreamAggregator:
         # Raw index of the call in progress when the fast path may extend it (-1: never).
         self._last_raw = -1
         self._current_parts: list[str] = []
+        # While a batch (one network read) is fed, argument fragments of the call in
+        # progress are held here and released as one PartialToolCall.
+        self._held: list[str] | None = None
         self.finish_reason: str | None = None
         self.usage: Any = None
         self.id: str | None = None
@@ -205,6 +212,37 @@ class OpenAIStreamAggregator:
         if not isinstance(chunk, dict):
             return []
         return self.feed_chunk(chunk)
+
+    def feed_batch(self, events: list[SSEEvent]) -> list[StreamEvent]:
+        """Consume the SSE events of one network read. Consecutive argument fragments of
+        the same call come out as one `PartialToolCall` (fewer, larger events; the same
+        aggregate), in order with every other event."""
+        return self._batched(events, self.feed)
+
+    def feed_chunks(self, chunks: list[Mapping[str, Any]]) -> list[StreamEvent]:
+        """`feed_batch` for already decoded chunks."""
+        return self._batched(chunks, self.feed_chunk)
+
+    def _batched(self, items: list[Any], feed: Any) -> list[StreamEvent]:
+        self._held = []
+        try:
+            out: list[StreamEvent] = []
+            for item in items:
+                produced = feed(item)
+                if produced:
+                    out.extend(produced)
+            out.extend(self._release())
+            return out
+        finally:
+            self._held = None
+
+    def _release(self) -> list[StreamEvent]:
+        held = self._held
+        if not held:
+            return []
+        event = PartialToolCall(self._current, None, None, "".join(held))  # type: ignore[arg-type]
+        held.clear()
+        return [event]
 
     def _protocol(self, message: str) -> Exception:
         if self._transport is not None:
@@ -242,10 +280,14 @@ class OpenAIStreamAggregator:
                             if args and args.__class__ is str:
                                 self._current_parts.append(args)
                                 if self.emit_partials:
+                                    held = self._held
+                                    if held is not None:
+                                        held.append(args)
+                                        return _NO_EVENTS
                                     return [PartialToolCall(self._current, None, None, args)]  # type: ignore[arg-type]
-                                return []
+                                return _NO_EVENTS
         self._meta(chunk)
-        events: list[StreamEvent] = []
+        events: list[StreamEvent] = self._release() if self._held else []
         for choice in choices or ():
             if choice.get("index", 0) not in (0, None):
                 continue
