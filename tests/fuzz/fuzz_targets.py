@@ -2,7 +2,7 @@
 
 Run one target for a while:  python tests/fuzz/fuzz_targets.py arguments -max_total_time=60
 Targets: arguments (parse + repair + both validators), dialects (every transform on an
-arbitrary JSON schema), sse (the providers' SSE parser and stream aggregation, when present).
+arbitrary JSON schema), sse (the providers' SSE decoder and OpenAI stream aggregation).
 Anything but the documented typed errors is a crash.
 """
 
@@ -15,13 +15,25 @@ from typing import Any
 import atheris
 
 with atheris.instrument_imports(include=["toolweave"]):
-    from toolweave import SchemaError, ToolArgumentsError, ToolCard, ToolCardError, tool
+    from toolweave import (
+        SchemaError,
+        ToolArgumentsError,
+        ToolCard,
+        ToolCardError,
+        ToolweaveError,
+        tool,
+    )
     from toolweave.dialects import (
         to_anthropic_strict,
         to_gemini_json_schema,
         to_gemini_openapi,
         to_openai_strict,
     )
+    from toolweave.providers import OpenAIStreamAggregator
+    from toolweave.providers._base import feed_batch
+    from toolweave.providers._http import HttpTransport
+    from toolweave.providers._sse import SSEDecoder
+    from toolweave.providers.anthropic_chat import AnthropicStreamParser
     from toolweave.schema import JsonSchemaArgumentsValidator, parse_arguments
 
 
@@ -92,17 +104,25 @@ def fuzz_dialects(data: bytes) -> None:
         pass
 
 
+_TRANSPORT = HttpTransport(provider="fuzz", headers={}, secrets=())
+
+
 def fuzz_sse(data: bytes) -> None:
-    """The SSE parser on arbitrary bytes, fed in two arbitrary pieces."""
-    try:
-        from toolweave.providers._sse import SSEParser  # type: ignore[attr-defined]
-    except ImportError:
-        return
+    """Arbitrary bytes, cut at an arbitrary point, through the SSE decoder and the OpenAI
+    stream aggregator: the same events whatever the cut; garbage gives a typed error."""
     fdp = atheris.FuzzedDataProvider(data)
-    cut = fdp.ConsumeIntInRange(0, max(0, len(data)))
-    parser = SSEParser()
-    for piece in (data[:cut], data[cut:]):
-        list(parser.feed(piece))
+    cut = fdp.ConsumeIntInRange(0, len(data))
+    whole = SSEDecoder()
+    expected = [*whole.feed(data), *whole.flush()]
+    split = SSEDecoder()
+    got = [*split.feed(data[:cut]), *split.feed(data[cut:]), *split.flush()]
+    assert [(e.event, e.data, e.id) for e in got] == [(e.event, e.data, e.id) for e in expected]
+    for parser in (OpenAIStreamAggregator(_TRANSPORT), AnthropicStreamParser(_TRANSPORT)):
+        try:
+            feed_batch(parser, got, _TRANSPORT.protocol_error)
+            parser.finish()
+        except ToolweaveError:
+            pass  # documented: a malformed stream is a typed ProviderError
 
 
 TARGETS = {"arguments": fuzz_arguments, "dialects": fuzz_dialects, "sse": fuzz_sse}

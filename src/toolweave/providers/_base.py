@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from types import TracebackType
 from typing import Any, Protocol, Self
 
@@ -37,18 +37,30 @@ class StreamParser(Protocol):
         ...
 
 
-def feed_batch(parser: StreamParser, batch: list[SSEEvent]) -> list[StreamEvent]:
+def feed_batch(
+    parser: StreamParser,
+    batch: list[SSEEvent],
+    protocol_error: Callable[[str], Exception] = ValueError,
+) -> list[StreamEvent]:
     """The events of one network read: the parser's own `feed_batch` when it has one (the
-    OpenAI aggregator coalesces argument fragments per read), else `feed` for each."""
-    batched = getattr(parser, "feed_batch", None)
-    if batched is not None:
-        return batched(batch)  # type: ignore[no-any-return]
-    if len(batch) == 1:
-        return parser.feed(batch[0])
-    out: list[StreamEvent] = []
-    for sse in batch:
-        out.extend(parser.feed(sse))
-    return out
+    OpenAI aggregator coalesces argument fragments per read), else `feed` for each.
+
+    Events whose JSON has an unexpected shape (an object where a list belongs, ...) raise
+    `protocol_error(message)` — the provider's typed error — never a bare AttributeError."""
+    try:
+        batched = getattr(parser, "feed_batch", None)
+        if batched is not None:
+            return batched(batch)  # type: ignore[no-any-return]
+        if len(batch) == 1:
+            return parser.feed(batch[0])
+        out: list[StreamEvent] = []
+        for sse in batch:
+            out.extend(parser.feed(sse))
+        return out
+    except (AttributeError, TypeError, KeyError, IndexError) as e:
+        raise protocol_error(
+            f"a stream event has an unexpected shape ({type(e).__name__}: {e})"
+        ) from None
 
 
 def merge_custom(body: dict[str, Any], custom: Mapping[str, Any]) -> dict[str, Any]:
@@ -259,7 +271,7 @@ class HttpChatModel(BaseChatModel):
         self, url: str, body: dict[str, Any], parser: StreamParser
     ) -> Iterator[StreamEvent]:
         for batch in self._http.stream_events(url, body):
-            yield from feed_batch(parser, batch)
+            yield from feed_batch(parser, batch, self._http.protocol_error)
         yield from parser.finish()
 
     def astream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
@@ -273,7 +285,7 @@ class HttpChatModel(BaseChatModel):
         events = self._http.astream_events(url, body)
         try:
             async for batch in events:
-                for event in feed_batch(parser, batch):
+                for event in feed_batch(parser, batch, self._http.protocol_error):
                     yield event
         finally:
             await events.aclose()  # type: ignore[attr-defined]
