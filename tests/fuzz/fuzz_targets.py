@@ -30,7 +30,7 @@ with atheris.instrument_imports(include=["toolweave"]):
         to_openai_strict,
     )
     from toolweave.providers import OpenAIStreamAggregator
-    from toolweave.providers._base import feed_batch
+    from toolweave.providers._base import feed_batch, finish_stream
     from toolweave.providers._http import HttpTransport
     from toolweave.providers._sse import SSEDecoder
     from toolweave.providers.anthropic_chat import AnthropicStreamParser
@@ -120,7 +120,7 @@ def fuzz_sse(data: bytes) -> None:
     for parser in (OpenAIStreamAggregator(_TRANSPORT), AnthropicStreamParser(_TRANSPORT)):
         try:
             feed_batch(parser, got, _TRANSPORT.protocol_error)
-            parser.finish()
+            finish_stream(parser, _TRANSPORT.protocol_error)
         except ToolweaveError:
             pass  # documented: a malformed stream is a typed ProviderError
 

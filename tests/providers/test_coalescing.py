@@ -70,3 +70,25 @@ def test_one_read_of_many_fragments_gives_one_event_per_call_segment() -> None:
     partials = [e for e in events if isinstance(e, PartialToolCall)]
     one_by_one = [e for e in _one_by_one() if isinstance(e, PartialToolCall)]
     assert len(partials) < len(one_by_one) / 20
+
+
+def test_malformed_stream_events_are_a_typed_provider_error() -> None:
+    import pytest
+
+    from toolweave import ErrorCode, ProviderError
+    from toolweave.providers._base import feed_batch, finish_stream
+    from toolweave.providers._http import HttpTransport
+    from toolweave.providers._sse import SSEDecoder
+
+    transport = HttpTransport(provider="openai", headers={}, secrets=())
+    for raw in (
+        b'data: {"choices":[{"index":0,"delta":"text"}]}\n\n',  # delta is not an object
+        b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":{"x":1}}]},'
+        b'"finish_reason":"tool_calls"}]}\n\ndata: [DONE]\n\n',  # id is not a string
+    ):
+        parser = OpenAIStreamAggregator(transport)
+        with pytest.raises(ProviderError) as info:
+            feed_batch(parser, SSEDecoder().feed(raw), transport.protocol_error)
+            finish_stream(parser, transport.protocol_error)
+        assert info.value.code == ErrorCode.PROVIDER_RESPONSE_INVALID
+        assert "unexpected shape" in info.value.message

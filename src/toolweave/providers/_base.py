@@ -3,6 +3,7 @@ faces, streaming plumbing)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
@@ -15,7 +16,7 @@ from ..chat.events import StreamEvent
 from ..chat.model import BaseChatModel
 from ..chat.request import ChatRequest, ChatRequestParameters
 from ..chat.response import ChatResponse
-from ..errors import SchemaError, ToolArgumentsError, UnsupportedOptionError
+from ..errors import SchemaError, ToolArgumentsError, ToolweaveError, UnsupportedOptionError
 from ..schema.arguments import parse_arguments
 from ..schema.output import OutputSchema
 from ._http import DEFAULT_MAX_RETRIES, HttpTransport
@@ -37,6 +38,21 @@ class StreamParser(Protocol):
         ...
 
 
+@contextlib.contextmanager
+def _shapes(protocol_error: Callable[[str], Exception]) -> Iterator[None]:
+    """Events whose JSON has an unexpected shape (an object where a string belongs, ...)
+    become the provider's typed `protocol_error(message)`, never a bare AttributeError."""
+    try:
+        yield
+    except ToolweaveError:
+        raise
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError) as e:
+        detail = str(e).splitlines()[0] if str(e) else ""
+        raise protocol_error(
+            f"a stream event has an unexpected shape ({type(e).__name__}: {detail})"
+        ) from None
+
+
 def feed_batch(
     parser: StreamParser,
     batch: list[SSEEvent],
@@ -44,10 +60,8 @@ def feed_batch(
 ) -> list[StreamEvent]:
     """The events of one network read: the parser's own `feed_batch` when it has one (the
     OpenAI aggregator coalesces argument fragments per read), else `feed` for each.
-
-    Events whose JSON has an unexpected shape (an object where a list belongs, ...) raise
-    `protocol_error(message)` — the provider's typed error — never a bare AttributeError."""
-    try:
+    Malformed events raise `protocol_error` (see `_shapes`)."""
+    with _shapes(protocol_error):
         batched = getattr(parser, "feed_batch", None)
         if batched is not None:
             return batched(batch)  # type: ignore[no-any-return]
@@ -57,10 +71,14 @@ def feed_batch(
         for sse in batch:
             out.extend(parser.feed(sse))
         return out
-    except (AttributeError, TypeError, KeyError, IndexError) as e:
-        raise protocol_error(
-            f"a stream event has an unexpected shape ({type(e).__name__}: {e})"
-        ) from None
+
+
+def finish_stream(
+    parser: StreamParser, protocol_error: Callable[[str], Exception] = ValueError
+) -> list[StreamEvent]:
+    """`parser.finish()`, with malformed content raising `protocol_error`."""
+    with _shapes(protocol_error):
+        return parser.finish()
 
 
 def merge_custom(body: dict[str, Any], custom: Mapping[str, Any]) -> dict[str, Any]:
@@ -272,7 +290,7 @@ class HttpChatModel(BaseChatModel):
     ) -> Iterator[StreamEvent]:
         for batch in self._http.stream_events(url, body):
             yield from feed_batch(parser, batch, self._http.protocol_error)
-        yield from parser.finish()
+        yield from finish_stream(parser, self._http.protocol_error)
 
     def astream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """Send `request` with streaming; yield events as they arrive (async)."""
@@ -289,5 +307,5 @@ class HttpChatModel(BaseChatModel):
                     yield event
         finally:
             await events.aclose()  # type: ignore[attr-defined]
-        for event in parser.finish():
+        for event in finish_stream(parser, self._http.protocol_error):
             yield event
