@@ -340,3 +340,21 @@ def test_probe_native_endpoint_keeps_native_calls(scripted: ProviderServer) -> N
     assert caps.recommended_tool_calling == "native"
     assert body["tools"][0]["function"]["name"] == "get_weather" and "response_format" not in body
     clear_probe_cache()
+
+
+def test_probe_does_not_cache_transport_failures() -> None:
+    import socket
+
+    from toolweave.providers import clear_probe_cache
+
+    with socket.socket() as s:  # a loopback port with nothing listening
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    clear_probe_cache()
+    with OpenAIChatModel(
+        "m", api_key="k", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0, timeout=5
+    ) as model:
+        first = probe_capabilities(model)
+        second = probe_capabilities(model)
+    assert not first.json_schema and "connection" in first.errors["json_schema"]
+    assert second is not first  # probed again: a dropped connection is not a "no"

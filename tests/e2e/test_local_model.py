@@ -46,7 +46,7 @@ def get_weather(city: str) -> str:
 
 @pytest.fixture
 def model(llama_server: LlamaServer) -> Iterator[OpenAIChatModel]:
-    with llama_server.chat_model(tool_calling="constrained", timeout=120, max_retries=0) as m:
+    with llama_server.chat_model(tool_calling="constrained", timeout=120, max_retries=2) as m:
         yield m
 
 
@@ -79,7 +79,7 @@ def check_protocol(result: ToolChatResult) -> None:
 
 def test_probe_finds_json_schema_support(llama_server: LlamaServer) -> None:
     clear_probe_cache()
-    with llama_server.chat_model(timeout=120, max_retries=0) as m:
+    with llama_server.chat_model(timeout=120, max_retries=2) as m:
         caps = probe_capabilities(m)
     assert caps.json_schema, caps.errors
     # tool_calling="auto" picks constrained unless the model makes native calls

@@ -17,6 +17,7 @@ from ..chat.events import PartialToolCall, ResponseCompleted
 from ..chat.messages import UserMessage
 from ..chat.request import ChatRequest, ChatRequestParameters, ToolChoice
 from ..chat.response import ChatResponse
+from ..errors import ProviderError
 from ..tools.card import ToolCard
 
 if TYPE_CHECKING:
@@ -103,18 +104,33 @@ def _calls(response: ChatResponse) -> int:
     return len(response.ai_message.tool_execution_requests)
 
 
-def _run_checks(model: OpenAIChatModel) -> Capabilities:
+def _run_checks(model: OpenAIChatModel) -> tuple[Capabilities, bool]:
+    """The capabilities, and whether every check got an answer from the endpoint (a check
+    that failed on the transport — a dropped connection — is not a "no", so such a result is
+    not cached)."""
     native = _native(model)
     tools = (_PROBE_TOOL,)
     results: dict[str, bool] = {}
     errors: dict[str, str] = {}
+    answered = [True]
 
     def check(name: str, run: Any) -> None:
-        try:
-            results[name] = bool(run())
-        except Exception as e:
-            errors[name] = f"{type(e).__name__}: {e}"
-            results[name] = False
+        for attempt in (1, 2):
+            try:
+                results[name] = bool(run())
+                errors.pop(name, None)
+                break
+            except ProviderError as e:
+                errors[name] = f"{type(e).__name__}: {e}"
+                results[name] = False
+                if e.status is not None:
+                    break  # the endpoint answered: a real refusal
+                if attempt == 2:
+                    answered[0] = False
+            except Exception as e:
+                errors[name] = f"{type(e).__name__}: {e}"
+                results[name] = False
+                break
         logger.debug("probe %s %s: %s", model.base_url, name, results[name])
 
     check(
@@ -196,12 +212,15 @@ def _run_checks(model: OpenAIChatModel) -> Capabilities:
         return True
 
     check("json_schema", structured)
-    return Capabilities(base_url=model.base_url, model=model.model, errors=errors, **results)
+    caps = Capabilities(base_url=model.base_url, model=model.model, errors=errors, **results)
+    return caps, answered[0]
 
 
 def probe_capabilities(model: OpenAIChatModel, *, refresh: bool = False) -> Capabilities:
     """Probe what `model`'s endpoint does with tools (five tiny requests, at temperature 0,
-    at most 96 tokens each), cached per (base_url, model); `refresh` probes again.
+    at most 96 tokens each), cached per (base_url, model); `refresh` probes again. A check
+    whose request fails on the transport is tried once more, and a result with such a
+    failure is returned but not cached.
 
     The probe always uses native requests, whatever `model.tool_calling` is.
     """
@@ -210,7 +229,7 @@ def probe_capabilities(model: OpenAIChatModel, *, refresh: bool = False) -> Capa
         hit = _cache.get(key)
     if hit is not None and not refresh:
         return hit
-    caps = _run_checks(model)
+    caps, answered = _run_checks(model)
     logger.info(
         "probed %s %s: native=%s required=%s parallel=%s streaming=%s json_schema=%s",
         model.base_url,
@@ -221,8 +240,9 @@ def probe_capabilities(model: OpenAIChatModel, *, refresh: bool = False) -> Capa
         caps.streaming_tool_calls,
         caps.json_schema,
     )
-    with _lock:
-        _cache[key] = caps
+    if answered:
+        with _lock:
+            _cache[key] = caps
     return caps
 
 
