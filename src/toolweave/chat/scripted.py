@@ -69,19 +69,24 @@ class ScriptedChatModel(BaseChatModel):
             return None
         return len(self._script) - self._position
 
-    async def _next(self, request: ChatRequest) -> ChatResponse:
+    def _take(self, request: ChatRequest) -> Any:
+        """Record `request` and take the next script entry (the callable for a function
+        script)."""
         with self._lock:
             self.requests.append(request)
             if callable(self._script):
-                produced: Any = self._script
-            else:
-                if self._position >= len(self._script):
-                    raise ScriptExhaustedError(
-                        f"ScriptedChatModel has no response left for request #{len(self.requests)} "
-                        f"(the script holds {len(self._script)})"
-                    )
-                produced = self._script[self._position]
-                self._position += 1
+                return self._script
+            if self._position >= len(self._script):
+                raise ScriptExhaustedError(
+                    f"ScriptedChatModel has no response left for request #{len(self.requests)} "
+                    f"(the script holds {len(self._script)})"
+                )
+            produced = self._script[self._position]
+            self._position += 1
+            return produced
+
+    async def _next(self, request: ChatRequest) -> ChatResponse:
+        produced = self._take(request)
         if callable(produced):
             produced = produced(request)
             if inspect.isawaitable(produced):
@@ -95,18 +100,10 @@ class ScriptedChatModel(BaseChatModel):
         return await self._next(request)
 
     def chat(self, request: ChatRequest) -> ChatResponse:
-        """Return the next scripted response (sync)."""
-        if not self.delay and not callable(self._script):
-            with self._lock:
-                self.requests.append(request)
-                if self._position >= len(self._script):
-                    raise ScriptExhaustedError(
-                        f"ScriptedChatModel has no response left for request #{len(self.requests)}"
-                    )
-                produced = self._script[self._position]
-                self._position += 1
-            return _as_response(produced)
-        return super().chat(request)
+        """Return the next scripted response (sync; no event loop for a list script)."""
+        if self.delay or callable(self._script):
+            return super().chat(request)
+        return _as_response(self._take(request))
 
     def _chunks(self, text: str) -> Iterator[str]:
         n = self.chunk_size
