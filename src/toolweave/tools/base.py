@@ -198,6 +198,8 @@ class Tool:
             if timeout is None:
                 return self._invoke(args, **kwargs)
             ctx = contextvars.copy_context()
+            # A thread of its own, not the shared worker pool: a call that never returns
+            # keeps its thread, and must not take a pool slot from every later sync tool.
             pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="toolweave-tool")
             try:
                 future = pool.submit(ctx.run, self._invoke, args, **kwargs)  # type: ignore[arg-type]
