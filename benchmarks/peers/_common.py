@@ -25,6 +25,7 @@ __all__ = [
     "W5_CALLS",
     "W6_ROUNDS",
     "W7_CALLS",
+    "W7_READ",
     "Case",
     "Env",
     "Result",
@@ -48,6 +49,8 @@ BAD_ARGS = '{"origin": "CDG", "max_stops": "two", "budget": 450.5, "refundable":
 W5_CALLS = 50
 W6_ROUNDS = 20
 W7_CALLS = 3
+W7_READ = 16
+"""Chunks per network read for toolweave's W7.read (about 2.5 KB of SSE)."""
 
 
 @dataclass

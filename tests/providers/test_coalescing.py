@@ -92,3 +92,80 @@ def test_malformed_stream_events_are_a_typed_provider_error() -> None:
             finish_stream(parser, transport.protocol_error)
         assert info.value.code == ErrorCode.PROVIDER_RESPONSE_INVALID
         assert "unexpected shape" in info.value.message
+
+
+@st.composite
+def _decorated_streams(
+    draw: st.DrawFn,
+) -> tuple[list[dict[str, Any]], str, list[tuple[str, str, str]]]:
+    """Streams whose chunks carry the optional keys real servers add or omit (`logprobs`,
+    a missing `finish_reason` or choice `index`, `role`/`content: null` in every delta,
+    `type` on every fragment, `usage: null`), so some fragments take the fast path and
+    some the general one; with the text and the calls' raw arguments they carry."""
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        choice: dict[str, Any] = {"delta": delta}
+        if finish is not None or draw(st.booleans()):
+            choice["finish_reason"] = finish
+        if draw(st.integers(0, 5)):
+            choice["index"] = 0
+        if draw(st.booleans()):
+            choice["logprobs"] = None
+        out: dict[str, Any] = {"id": "chatcmpl-x", "choices": [choice]}
+        if draw(st.booleans()):
+            out["usage"] = None
+        return out
+
+    def decorate(delta: dict[str, Any]) -> dict[str, Any]:
+        kind = draw(st.integers(0, 6))
+        if kind == 0:
+            return {"role": "assistant", **delta}
+        if kind == 1:
+            return {"content": None, **delta}
+        return delta
+
+    text = draw(st.lists(st.text(min_size=1, max_size=3), max_size=4))
+    chunks = [chunk(decorate({"content": piece})) for piece in text]
+    calls: list[tuple[str, str, str]] = []
+    for i in range(draw(st.integers(0, 3))):
+        pieces = draw(st.lists(st.text(min_size=1, max_size=4), max_size=12))
+        first = {"index": i, "id": f"call_{i}", "type": "function", "function": {"name": f"t{i}"}}
+        first["function"]["arguments"] = pieces.pop(0) if pieces and draw(st.booleans()) else ""
+        chunks.append(chunk(decorate({"tool_calls": [first]})))
+        args = first["function"]["arguments"]
+        for piece in pieces:
+            fragment: dict[str, Any] = {"index": i, "function": {"arguments": piece}}
+            if draw(st.integers(0, 5)) == 0:
+                fragment["type"] = "function"
+            chunks.append(chunk(decorate({"tool_calls": [fragment]})))
+            args += piece
+        calls.append((f"call_{i}", f"t{i}", args))
+    chunks.append(chunk({}, "tool_calls" if calls else "stop"))
+    return chunks, "".join(text), calls
+
+
+@settings(max_examples=200, deadline=None)
+@given(_decorated_streams(), st.lists(st.integers(1, 9), min_size=1, max_size=20))
+def test_fast_and_general_paths_aggregate_alike(
+    stream: tuple[list[dict[str, Any]], str, list[tuple[str, str, str]]], sizes: list[int]
+) -> None:
+    chunks, text, calls = stream
+    for feed in ("one by one", "batched"):
+        aggregator = OpenAIStreamAggregator()
+        events: list[Any] = []
+        if feed == "one by one":
+            for c in chunks:
+                events.extend(aggregator.feed_chunk(c))
+        else:
+            pos = k = 0
+            while pos < len(chunks):
+                n = sizes[k % len(sizes)]
+                events.extend(aggregator.feed_chunks(chunks[pos : pos + n]))
+                pos, k = pos + n, k + 1
+        events.extend(aggregator.finish())
+        message = events[-1].response.ai_message
+        assert (message.text or "") == text
+        got = [(r.id, r.name, r.arguments) for r in message.tool_execution_requests]
+        assert got == [(i, n, a if a.strip() else "{}") for i, n, a in calls]
+        # every call's first fragment is an event (it carries id and name)
+        assert _arguments_by_index(events) == {i: a for i, (_, _, a) in enumerate(calls)}

@@ -15,6 +15,7 @@ from toolweave import (
     tool,
 )
 from toolweave.dialects import openai_tool, openai_tools
+from toolweave.providers import OpenAIStreamAggregator
 
 from .. import _subject
 from .._common import (
@@ -22,6 +23,7 @@ from .._common import (
     RAW_ARGS,
     W5_CALLS,
     W6_ROUNDS,
+    W7_READ,
     Case,
     Env,
     async_case,
@@ -34,37 +36,23 @@ NAME = "toolweave"
 DISTRIBUTIONS = ("toolweave", "pydantic")
 
 
-def _aggregator() -> tuple[str, Any]:
-    """helper-4's OpenAI aggregator when it exists, else the generic StreamAccumulator."""
-    try:
-        from toolweave.providers.openai_chat import OpenAIStreamAggregator
-    except ImportError:
-        OpenAIStreamAggregator = None
-    if OpenAIStreamAggregator is not None:
+def _aggregate(chunks: list[dict[str, Any]]) -> list[ToolExecutionRequest]:
+    """One chunk at a time, as the peers are fed: a `PartialToolCall` per fragment."""
+    aggregator = OpenAIStreamAggregator()
+    for chunk in chunks:
+        aggregator.feed_chunk(chunk)
+    aggregator.finish()
+    return aggregator.requests
 
-        def aggregate(chunks: list[dict[str, Any]]) -> list[ToolExecutionRequest]:
-            agg = OpenAIStreamAggregator()
-            for chunk in chunks:
-                agg.feed_chunk(chunk)
-            agg.finish()
-            return agg.requests
 
-        return "toolweave.providers.openai_chat.OpenAIStreamAggregator.feed_chunk", aggregate
-
-    from toolweave.chat.events import StreamAccumulator
-
-    def accumulate(chunks: list[dict[str, Any]]) -> list[ToolExecutionRequest]:
-        acc = StreamAccumulator()
-        for chunk in chunks:
-            for choice in chunk["choices"]:
-                for frag in choice["delta"].get("tool_calls") or ():
-                    fn = frag.get("function") or {}
-                    acc.add_tool_fragment(
-                        frag["index"], frag.get("id"), fn.get("name"), fn.get("arguments")
-                    )
-        return acc.ai_message().tool_execution_requests  # type: ignore[return-value]
-
-    return "toolweave.chat.StreamAccumulator (no OpenAI aggregator found)", accumulate
+def _aggregate_per_read(chunks: list[dict[str, Any]]) -> list[ToolExecutionRequest]:
+    """As the HTTP layer feeds it: the chunks of one network read at a time, the read's
+    argument fragments coalesced into one `PartialToolCall`."""
+    aggregator = OpenAIStreamAggregator()
+    for i in range(0, len(chunks), W7_READ):
+        aggregator.feed_chunks(chunks[i : i + W7_READ])
+    aggregator.finish()
+    return aggregator.requests
 
 
 def cases(env: Env) -> list[Case]:
@@ -138,8 +126,8 @@ def cases(env: Env) -> list[Case]:
 
     # W7
     chunks = stream_chunks()
-    how, aggregate = _aggregator()
-    assert [r.arguments for r in aggregate(chunks)] == expected_stream_arguments()
+    for aggregate in (_aggregate, _aggregate_per_read):
+        assert [r.arguments for r in aggregate(chunks)] == expected_stream_arguments()
 
     out: list[Case] = [
         sync_case("W1.cold", "declare: new function -> tool + OpenAI schema", declare),
@@ -168,7 +156,18 @@ def cases(env: Env) -> list[Case]:
             "W6", "loop overhead per round (achat)", w6, loop, baseline="W6.plain", per=W6_ROUNDS
         ),
         sync_case(
-            "W7", "stream aggregation", lambda: aggregate(chunks), baseline="W7.plain", note=how
+            "W7",
+            "stream aggregation, one chunk at a time",
+            lambda: _aggregate(chunks),
+            baseline="W7.plain",
+            note="OpenAIStreamAggregator.feed_chunk",
+        ),
+        sync_case(
+            "W7.read",
+            f"stream aggregation, fed per network read ({W7_READ} chunks)",
+            lambda: _aggregate_per_read(chunks),
+            baseline="W7.plain",
+            note="OpenAIStreamAggregator.feed_chunks, as the HTTP layer feeds it",
         ),
     ]
     out.extend(_scale_cases(env))

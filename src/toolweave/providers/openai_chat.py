@@ -7,7 +7,7 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Literal
 
 import httpx2
@@ -119,7 +119,7 @@ def _optional_not_nullable(schema: Any) -> bool:
     return any(_optional_not_nullable(child) for child in children)
 
 
-_NO_EVENTS: list[StreamEvent] = []  # shared, never mutated: "nothing to emit"
+_NO_CALL = object()  # compares unequal to every fragment index
 
 
 class _Call:
@@ -150,7 +150,6 @@ class OpenAIStreamAggregator:
         "_calls",
         "_current",
         "_current_parts",
-        "_held",
         "_last_raw",
         "_raw_map",
         "_transport",
@@ -178,12 +177,9 @@ class OpenAIStreamAggregator:
         self._calls: list[_Call] = []
         self._raw_map: dict[int, int] = {}
         self._current: int | None = None
-        # Raw index of the call in progress when the fast path may extend it (-1: never).
-        self._last_raw = -1
+        # Raw index of the call in progress while the fast path may extend it.
+        self._last_raw: object = _NO_CALL
         self._current_parts: list[str] = []
-        # While a batch (one network read) is fed, argument fragments of the call in
-        # progress are held here and released as one PartialToolCall.
-        self._held: list[str] | None = None
         self.finish_reason: str | None = None
         self.usage: Any = None
         self.id: str | None = None
@@ -192,57 +188,35 @@ class OpenAIStreamAggregator:
         self.system_fingerprint: str | None = None
         self.done = False
 
-    # SSE entry point ------------------------------------------------------------------------
+    # SSE entry points -----------------------------------------------------------------------
     def feed(self, event: SSEEvent) -> list[StreamEvent]:
         """Consume one SSE event (`[DONE]` ends the stream)."""
-        if event.is_done:
-            self.done = True
-            return []
-        data = event.data
-        if not data.strip():
-            return []
-        try:
-            chunk = json.loads(data)
-        except ValueError:
-            raise self._protocol(f"a stream chunk is not JSON: {data[:200]!r}") from None
-        if event.event == "error" or (isinstance(chunk, dict) and chunk.get("error")):
-            raise self._stream_error(
-                chunk.get("error", chunk) if isinstance(chunk, dict) else chunk
-            )
-        if not isinstance(chunk, dict):
-            return []
-        return self.feed_chunk(chunk)
+        return self._feed_all(self._decoded((event,)))
 
-    def feed_batch(self, events: list[SSEEvent]) -> list[StreamEvent]:
+    def feed_batch(self, events: Iterable[SSEEvent]) -> list[StreamEvent]:
         """Consume the SSE events of one network read. Consecutive argument fragments of
         the same call come out as one `PartialToolCall` (fewer, larger events; the same
         aggregate), in order with every other event."""
-        return self._batched(events, self.feed)
+        return self._feed_all(self._decoded(events))
 
-    def feed_chunks(self, chunks: list[Mapping[str, Any]]) -> list[StreamEvent]:
-        """`feed_batch` for already decoded chunks."""
-        return self._batched(chunks, self.feed_chunk)
-
-    def _batched(self, items: list[Any], feed: Any) -> list[StreamEvent]:
-        self._held = []
-        try:
-            out: list[StreamEvent] = []
-            for item in items:
-                produced = feed(item)
-                if produced:
-                    out.extend(produced)
-            out.extend(self._release())
-            return out
-        finally:
-            self._held = None
-
-    def _release(self) -> list[StreamEvent]:
-        held = self._held
-        if not held:
-            return []
-        event = PartialToolCall(self._current, None, None, "".join(held))  # type: ignore[arg-type]
-        held.clear()
-        return [event]
+    def _decoded(self, events: Iterable[SSEEvent]) -> Iterator[Mapping[str, Any]]:
+        for event in events:
+            if event.is_done:
+                self.done = True
+                continue
+            data = event.data
+            if not data.strip():
+                continue
+            try:
+                chunk = json.loads(data)
+            except ValueError:
+                raise self._protocol(f"a stream chunk is not JSON: {data[:200]!r}") from None
+            if event.event == "error" or (isinstance(chunk, dict) and chunk.get("error")):
+                raise self._stream_error(
+                    chunk.get("error", chunk) if isinstance(chunk, dict) else chunk
+                )
+            if isinstance(chunk, dict):
+                yield chunk
 
     def _protocol(self, message: str) -> Exception:
         if self._transport is not None:
@@ -254,41 +228,71 @@ class OpenAIStreamAggregator:
             return self._transport.stream_error(payload)
         return ValueError(f"stream error: {payload!r}")
 
-    # chunk entry point ----------------------------------------------------------------------
+    # chunk entry points ---------------------------------------------------------------------
     def feed_chunk(self, chunk: Mapping[str, Any]) -> list[StreamEvent]:
         """Consume one decoded chunk; return the events it produces."""
-        choices = chunk.get("choices")
-        # Fast path: one more argument fragment for the call in progress (most chunks):
-        # one choice, no finish_reason, a delta with only `tool_calls`, one fragment with
-        # only `index` (the current one) and `function.arguments`.
-        if choices and len(choices) == 1:
-            choice = choices[0]
-            delta = choice.get("delta")
-            if (
-                delta is not None
-                and len(delta) == 1
-                and choice.get("finish_reason") is None
-                and choice.get("index") == 0
-            ):
-                calls = delta.get("tool_calls")
-                if calls is not None and len(calls) == 1:
-                    fragment = calls[0]
-                    if len(fragment) == 2 and fragment.get("index") == self._last_raw:
-                        function = fragment.get("function")
-                        if function is not None and len(function) == 1:
-                            args = function.get("arguments")
-                            if args and args.__class__ is str:
-                                self._current_parts.append(args)
-                                if self.emit_partials:
-                                    held = self._held
-                                    if held is not None:
-                                        held.append(args)
-                                        return _NO_EVENTS
-                                    return [PartialToolCall(self._current, None, None, args)]  # type: ignore[arg-type]
-                                return _NO_EVENTS
+        return self._feed_all((chunk,))
+
+    def feed_chunks(self, chunks: Iterable[Mapping[str, Any]]) -> list[StreamEvent]:
+        """`feed_batch` for already decoded chunks."""
+        return self._feed_all(chunks)
+
+    def _feed_all(self, chunks: Iterable[Mapping[str, Any]]) -> list[StreamEvent]:
+        out: list[StreamEvent] = []
+        last = self._last_raw
+        parts = self._current_parts
+        # parts[mark:] are the fragments not yet emitted: released as one PartialToolCall
+        # before any other event and at the end of the batch.
+        mark = len(parts)
+        for chunk in chunks:
+            choices = chunk.get("choices")
+            # Fast path, inlined because it runs for nearly every chunk: one more argument
+            # fragment for the call in progress. One choice (index 0, no finish_reason)
+            # whose delta holds only `tool_calls`: one fragment with only `index` (the
+            # current call's) and `function.arguments`. Chunk-level fields are skipped
+            # here: ids and model come with a call's first chunk, and usage that some
+            # servers repeat on every chunk is cumulative, so the last one (slow path) wins.
+            if choices and len(choices) == 1:
+                # Subscripts, not .get: a missing key (rare outside this shape) just
+                # means the general path.
+                try:
+                    choice = choices[0]
+                    delta = choice["delta"]
+                    calls = delta.get("tool_calls") if len(delta) == 1 else None
+                    if (
+                        calls is not None
+                        and len(calls) == 1
+                        and choice["finish_reason"] is None
+                        and choice["index"] == 0
+                    ):
+                        fragment = calls[0]
+                        if len(fragment) == 2 and fragment["index"] == last:
+                            function = fragment["function"]
+                            if len(function) == 1:
+                                args = function["arguments"]
+                                if args and args.__class__ is str:
+                                    parts.append(args)
+                                    continue
+                except (LookupError, TypeError):
+                    pass
+            if len(parts) > mark:
+                self._release(parts, mark, out)
+            self._feed_general(chunk, out)
+            last = self._last_raw
+            parts = self._current_parts
+            mark = len(parts)
+        if len(parts) > mark:
+            self._release(parts, mark, out)
+        return out
+
+    def _release(self, parts: list[str], mark: int, out: list[StreamEvent]) -> None:
+        if self.emit_partials:
+            text = parts[mark] if len(parts) == mark + 1 else "".join(parts[mark:])
+            out.append(PartialToolCall(self._current, None, None, text))  # type: ignore[arg-type]
+
+    def _feed_general(self, chunk: Mapping[str, Any], events: list[StreamEvent]) -> None:
         self._meta(chunk)
-        events: list[StreamEvent] = self._release() if self._held else []
-        for choice in choices or ():
+        for choice in chunk.get("choices") or ():
             if choice.get("index", 0) not in (0, None):
                 continue
             delta = choice.get("delta")
@@ -311,7 +315,6 @@ class OpenAIStreamAggregator:
             if reason:
                 self.finish_reason = reason
                 self._complete_all(events)
-        return events
 
     def _meta(self, chunk: Mapping[str, Any]) -> None:
         if self.id is None and chunk.get("id"):
@@ -378,7 +381,7 @@ class OpenAIStreamAggregator:
                 self._last_raw = raw
                 self._current_parts = call.parts
             else:
-                self._last_raw = -1
+                self._last_raw = _NO_CALL
             if self.emit_partials:
                 events.append(PartialToolCall(index, call_id, name, args))
 
@@ -404,7 +407,7 @@ class OpenAIStreamAggregator:
         events.append(CompleteToolCall(index, self._request(index)))
 
     def _complete_all(self, events: list[StreamEvent]) -> None:
-        self._last_raw = -1
+        self._last_raw = _NO_CALL
         for index, call in enumerate(self._calls):
             if not call.completed:
                 self._complete(index, events)
