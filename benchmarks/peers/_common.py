@@ -9,6 +9,7 @@ alike; it reports the median per iteration and its p10/p25/p75/p90 over the batc
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import random
 import statistics
@@ -319,6 +320,11 @@ def measure(
         live.append(case)
         if log:
             log(f"  calibrated {case.id}: {one / 1000:.1f} µs x {numbers[case.id]}")
+    # The setup (thousands of tools for W8) stays alive for the whole run; without this,
+    # every full collection would walk it again and bill the library's allocation-heavy
+    # cases for its own fixture size.
+    gc.collect()
+    gc.freeze()
     samples: dict[str, list[float]] = {c.id: [] for c in live}
     for round_ in range(repeats):
         for case in live:

@@ -245,17 +245,17 @@ class OpenAIStreamAggregator:
         # before any other event and at the end of the batch.
         mark = len(parts)
         for chunk in chunks:
-            choices = chunk.get("choices")
             # Fast path, inlined because it runs for nearly every chunk: one more argument
             # fragment for the call in progress. One choice (index 0, no finish_reason)
             # whose delta holds only `tool_calls`: one fragment with only `index` (the
             # current call's) and `function.arguments`. Chunk-level fields are skipped
             # here: ids and model come with a call's first chunk, and usage that some
             # servers repeat on every chunk is cumulative, so the last one (slow path) wins.
-            if choices and len(choices) == 1:
-                # Subscripts, not .get: a missing key (rare outside this shape) just
-                # means the general path.
-                try:
+            # Subscripts, not .get: a missing key (rare outside this shape) just means the
+            # general path.
+            try:
+                choices = chunk["choices"]
+                if len(choices) == 1:
                     choice = choices[0]
                     delta = choice["delta"]
                     calls = delta.get("tool_calls") if len(delta) == 1 else None
@@ -273,8 +273,8 @@ class OpenAIStreamAggregator:
                                 if args and args.__class__ is str:
                                     parts.append(args)
                                     continue
-                except (LookupError, TypeError):
-                    pass
+            except (LookupError, TypeError):
+                pass
             if len(parts) > mark:
                 self._release(parts, mark, out)
             self._feed_general(chunk, out)
