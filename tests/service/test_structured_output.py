@@ -112,3 +112,56 @@ def test_stream_yields_growing_partial_objects() -> None:
     final = events[-1]
     assert isinstance(final, ChatCompleted)
     assert final.result.output.readings[0].unit is Unit.C
+
+
+class Entry(BaseModel):
+    n: int
+    word: str
+
+
+class Catalogue(BaseModel):
+    entries: list[Entry]
+
+
+def test_a_long_streamed_answer_is_parsed_a_bounded_number_of_times(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Re-parsing the whole prefix after each delta would be quadratic; the parses of a
+    60 KB answer streamed in 4-character deltas must read a bounded multiple of its length,
+    and the partial values must still grow to the whole answer."""
+    import json
+
+    import pydantic_core
+
+    parsed: list[int] = []
+    real = pydantic_core.from_json
+
+    def spy(data: str, **kwargs: object) -> object:  # every JSON parse, wherever it is
+        parsed.append(len(data))
+        return real(data, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pydantic_core, "from_json", spy)
+    answer = json.dumps({"entries": [{"n": i, "word": "w" * 12} for i in range(2000)]})
+    model = ScriptedChatModel([AiMessage(answer)], chunk_size=4)
+    events = list(ToolService().chat_stream(model, None, "q", output_type=Catalogue))
+    partials = [e.value for e in events if isinstance(e, PartialOutput)]
+    assert partials[-1] == json.loads(answer)
+    sizes = [len(p.get("entries", [])) for p in partials]
+    assert sizes == sorted(sizes) and len(set(sizes)) > 100
+    # growth 1/32: at most ~33 lengths, plus the short prefix parsed after every delta;
+    # re-parsing everything after each delta would read about len(answer)**2 / 8
+    assert sum(parsed) < 34 * len(answer) + 1024**2 // 4
+    final = events[-1]
+    assert isinstance(final, ChatCompleted)
+    assert len(final.result.output.entries) == 2000
+
+
+def test_the_last_partial_output_is_the_whole_answer_even_after_a_skipped_parse() -> None:
+    from toolweave.schema.output import PartialJsonStream
+
+    stream = PartialJsonStream(eager_chars=4, growth=2)
+    values = [stream.feed(piece) for piece in ['{"a"', ": 1", ', "b": ', "2", "}"]]
+    assert values[0] == {} or values[0] is None
+    assert None in values[1:]  # some deltas did not trigger a parse
+    assert stream.flush() == {"a": 1, "b": 2}
+    assert stream.flush() is None  # nothing new

@@ -21,7 +21,7 @@ import pydantic_core
 
 from ..errors import SchemaError
 
-__all__ = ["OutputSchema", "OutputValidationError", "parse_partial_json"]
+__all__ = ["OutputSchema", "OutputValidationError", "PartialJsonStream", "parse_partial_json"]
 
 _FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 
@@ -55,6 +55,51 @@ def parse_partial_json(text: str) -> Any:
         return pydantic_core.from_json(body, allow_partial="trailing-strings")
     except ValueError:
         return None
+
+
+class PartialJsonStream:
+    """Partial values of a JSON answer that arrives as text deltas, at bounded cost.
+
+    The text so far is parsed (`parse_partial_json`) after every delta while it is shorter
+    than `eager_chars`, then whenever it has grown by `1/growth` of its length since the
+    last parse: a long answer costs a constant number of passes over its text, not one per
+    delta. `feed` and `flush` return the new value when it differs from the last one
+    returned, else None; `flush` (at the end of the stream) parses whatever is left.
+    """
+
+    __slots__ = ("_last", "_parsed_at", "_parts", "_size", "eager_chars", "growth")
+
+    def __init__(self, *, eager_chars: int = 1024, growth: int = 32) -> None:
+        self.eager_chars = eager_chars
+        self.growth = growth
+        self._parts: list[str] = []
+        self._size = 0
+        self._parsed_at = 0
+        self._last: Any = None
+
+    def feed(self, delta: str) -> Any:
+        """Add a text delta; the new partial value, or None."""
+        self._parts.append(delta)
+        self._size += len(delta)
+        if self._size > self.eager_chars and (
+            (self._size - self._parsed_at) * self.growth < self._size
+        ):
+            return None
+        return self._parse()
+
+    def flush(self) -> Any:
+        """The value of the whole text when it changed since the last one returned."""
+        return self._parse() if self._size > self._parsed_at else None
+
+    def _parse(self) -> Any:
+        text = "".join(self._parts)
+        self._parts = [text]
+        self._parsed_at = self._size
+        value = parse_partial_json(text)
+        if value is None or value == self._last:
+            return None
+        self._last = value
+        return value
 
 
 @dataclass(frozen=True, slots=True)

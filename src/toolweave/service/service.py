@@ -55,7 +55,7 @@ from ..execution.executor import DefaultToolExecutor, as_executor, error_text
 from ..execution.requests import ToolExecutionRequest
 from ..execution.results import ToolExecution, ToolExecutionResult
 from ..schema.arguments import parse_arguments
-from ..schema.output import OutputSchema, OutputValidationError, parse_partial_json
+from ..schema.output import OutputSchema, OutputValidationError, PartialJsonStream
 from ..tools.base import Tool
 from ..tools.card import ReturnBehavior, ToolCard
 from ..tools.decorator import tool as make_tool
@@ -517,15 +517,16 @@ class ToolService:
         started as soon as their call is complete; sets `turn.response`."""
         assert turn.queue is not None
         barrier_seen = False
-        partial_text: list[str] = []
-        last_partial: Any = None
+        partials = PartialJsonStream() if run.output is not None else None
         async for event in model.astream(request):
+            if partials is not None and isinstance(event, ResponseCompleted):
+                value = partials.flush()
+                if value is not None:
+                    yield PartialOutput(value)
             yield event
-            if run.output is not None and isinstance(event, TextDelta):
-                partial_text.append(event.text)
-                value = parse_partial_json("".join(partial_text))
-                if value is not None and value != last_partial:
-                    last_partial = value
+            if partials is not None and isinstance(event, TextDelta):
+                value = partials.feed(event.text)
+                if value is not None:
                     yield PartialOutput(value)
             if isinstance(event, ResponseCompleted):
                 turn.response = event.response
