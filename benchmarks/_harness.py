@@ -3,7 +3,9 @@
 A workload is a `Case`: a name, a function that runs the body `n` times and returns the
 elapsed nanoseconds, and optionally the name of the baseline case it is compared with.
 `measure` runs all cases of a module interleaved (round-robin, several repeats) in the same
-process, so machine noise hits every case alike.
+process, so machine noise hits every case alike. A ratio is the median, over the rounds, of
+the case's time divided by its baseline's time in the same round: noise that drifts between
+rounds cancels out instead of landing on whichever case it happened to hit.
 """
 
 from __future__ import annotations
@@ -100,6 +102,10 @@ def measure(group: str, cases: list[Case], *, quick: bool, repeats: int = 15) ->
         values = samples[case.name]
         median = medians[case.name]
         spread = (_quantile(values, 0.9) - _quantile(values, 0.1)) / median * 100 if median else 0.0
-        ratio = median / medians[case.baseline] if case.baseline else None
+        ratio = (
+            statistics.median(a / b for a, b in zip(values, samples[case.baseline], strict=True))
+            if case.baseline
+            else None
+        )
         rows.append(Row(group, case.name, median, spread, case.baseline, ratio))
     return rows

@@ -3,7 +3,9 @@
 A workload is a `Case`: `run(n)` executes the body `n` times and returns the elapsed
 nanoseconds. `measure` calibrates each case (so one batch lasts about `target` seconds), then
 runs all cases of the process round-robin, `repeats` times, so machine noise hits every case
-alike; it reports the median per iteration and its p10/p25/p75/p90 over the batches.
+alike; it reports the median per iteration and its p10/p25/p75/p90 over the batches. A ratio
+to a baseline is the median, over the rounds both ran, of the case's time divided by the
+baseline's time in the same round (drift between rounds cancels out).
 """
 
 from __future__ import annotations
@@ -364,6 +366,7 @@ def measure(
         r = results[case.id]
         base = results.get(case.baseline) if case.baseline else None
         if r.status == "ok" and base is not None and base.status == "ok" and base.median_ns:
-            r.ratio = r.median_ns / base.median_ns
+            pairs = zip(samples[case.id], samples[base.id], strict=False)  # round by round
+            r.ratio = statistics.median(a / b for a, b in pairs if b)
         r.baseline = case.baseline
     return [results[c.id] for c in cases]

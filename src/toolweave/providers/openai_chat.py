@@ -191,13 +191,13 @@ class OpenAIStreamAggregator:
     # SSE entry points -----------------------------------------------------------------------
     def feed(self, event: SSEEvent) -> list[StreamEvent]:
         """Consume one SSE event (`[DONE]` ends the stream)."""
-        return self._feed_all(self._decoded((event,)))
+        return self.feed_chunks(self._decoded((event,)))
 
     def feed_batch(self, events: Iterable[SSEEvent]) -> list[StreamEvent]:
         """Consume the SSE events of one network read. Consecutive argument fragments of
         the same call come out as one `PartialToolCall` (fewer, larger events; the same
         aggregate), in order with every other event."""
-        return self._feed_all(self._decoded(events))
+        return self.feed_chunks(self._decoded(events))
 
     def _decoded(self, events: Iterable[SSEEvent]) -> Iterator[Mapping[str, Any]]:
         for event in events:
@@ -231,13 +231,10 @@ class OpenAIStreamAggregator:
     # chunk entry points ---------------------------------------------------------------------
     def feed_chunk(self, chunk: Mapping[str, Any]) -> list[StreamEvent]:
         """Consume one decoded chunk; return the events it produces."""
-        return self._feed_all((chunk,))
+        return self.feed_chunks((chunk,))
 
     def feed_chunks(self, chunks: Iterable[Mapping[str, Any]]) -> list[StreamEvent]:
         """`feed_batch` for already decoded chunks."""
-        return self._feed_all(chunks)
-
-    def _feed_all(self, chunks: Iterable[Mapping[str, Any]]) -> list[StreamEvent]:
         out: list[StreamEvent] = []
         last = self._last_raw
         parts = self._current_parts
@@ -246,12 +243,12 @@ class OpenAIStreamAggregator:
         mark = len(parts)
         for chunk in chunks:
             # Fast path, inlined because it runs for nearly every chunk: one more argument
-            # fragment for the call in progress. One choice (index 0, no finish_reason)
-            # whose delta holds only `tool_calls`: one fragment with only `index` (the
-            # current call's) and `function.arguments`. Chunk-level fields are skipped
-            # here: ids and model come with a call's first chunk, and usage that some
-            # servers repeat on every chunk is cumulative, so the last one (slow path) wins.
-            # Subscripts, not .get: a missing key (rare outside this shape) just means the
+            # fragment for the call in progress (whose name is known). One choice (index
+            # 0, no finish_reason) whose delta holds only `tool_calls`: one fragment with
+            # only `index` (the current call's) and `function.arguments`. Chunk-level
+            # fields are skipped here: ids and model come with a call's first chunk, and
+            # usage that some servers repeat on every chunk is cumulative, so the last one
+            # (general path) wins. Subscripts, not .get: a missing key just means the
             # general path.
             try:
                 choices = chunk["choices"]
@@ -267,12 +264,11 @@ class OpenAIStreamAggregator:
                     ):
                         fragment = calls[0]
                         if len(fragment) == 2 and fragment["index"] == last:
-                            function = fragment["function"]
-                            if len(function) == 1:
-                                args = function["arguments"]
-                                if args and args.__class__ is str:
-                                    parts.append(args)
-                                    continue
+                            # a name here is ignored: the call's name is already set
+                            args = fragment["function"]["arguments"]
+                            if args and args.__class__ is str:
+                                parts.append(args)
+                                continue
             except (LookupError, TypeError):
                 pass
             if len(parts) > mark:
@@ -281,8 +277,9 @@ class OpenAIStreamAggregator:
             last = self._last_raw
             parts = self._current_parts
             mark = len(parts)
-        if len(parts) > mark:
-            self._release(parts, mark, out)
+        if len(parts) > mark and self.emit_partials:
+            text = parts[mark] if len(parts) == mark + 1 else "".join(parts[mark:])
+            out.append(PartialToolCall(self._current, None, None, text))  # type: ignore[arg-type]
         return out
 
     def _release(self, parts: list[str], mark: int, out: list[StreamEvent]) -> None:
@@ -377,7 +374,7 @@ class OpenAIStreamAggregator:
                 call.name = name
             if args:
                 call.parts.append(args)
-            if index == self._current and not call.completed and raw is not None:
+            if index == self._current and not call.completed and raw is not None and call.name:
                 self._last_raw = raw
                 self._current_parts = call.parts
             else:
