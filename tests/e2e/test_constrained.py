@@ -131,20 +131,128 @@ def test_loop_with_constrained_calls(scripted: ProviderServer) -> None:
     assert all("tool_calls" not in msg and msg["role"] != "tool" for msg in second["messages"])
 
 
-def test_repeated_identical_call_forces_an_answer(scripted: ProviderServer) -> None:
+def test_a_repeated_call_is_not_run_again_and_the_model_is_asked_for_an_answer(
+    scripted: ProviderServer,
+) -> None:
     scripted.enqueue(completion(CALL), completion(CALL), completion(ANSWER))
     service = ToolService().tools(get_weather)
     with model(scripted) as m:
         result = service.chat(m, None, "Weather in Paris?")
-    assert result.text == "Rain in Paris." and len(result.tool_executions) == 2
+    assert result.text == "Rain in Paris." and len(result.tool_executions) == 1
     assert [schema_name(b) for b in scripted.bodies] == [
         "tool_calls_or_answer",
         "tool_calls_or_answer",
         "answer",
     ]
+    # the follow-up sends the same conversation (the repeated reply is not in it); only
+    # the system prompt now asks for an answer
+    assert scripted.bodies[2]["messages"][1:] == scripted.bodies[1]["messages"][1:]
+    assert scripted.bodies[2]["messages"][0]["content"].endswith('Reply with {"answer": ...} only.')
     answer_schema = scripted.bodies[2]["response_format"]["json_schema"]["schema"]
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(json.loads(CALL), answer_schema)
+    final = result.final_response
+    info = final.ai_message.attributes["constrained"]
+    assert info["reason"] == "repeated call" and info["repeated_calls"] == ["get_weather"]
+    assert final.usage is not None and final.usage.total_tokens == 30  # both requests
+    assert [type(m).__name__ for m in result.messages] == [
+        "UserMessage",
+        "AiMessage",
+        "ToolExecutionResultMessage",
+        "AiMessage",
+    ]
+
+
+@pytest.mark.parametrize("face", ["stream", "astream", "achat"])
+def test_a_repeated_call_is_not_run_again_in_every_face(
+    scripted: ProviderServer, face: str
+) -> None:
+    import asyncio
+
+    service = ToolService().tools(get_weather)
+    if face == "achat":
+        scripted.enqueue(completion(CALL), completion(CALL), completion(ANSWER))
+
+        async def run() -> Any:
+            async with model(scripted) as m:
+                return await service.achat(m, None, "Weather in Paris?")
+
+        result = asyncio.run(run())
+        events: list[Any] = []
+    else:
+        scripted.enqueue(sse(CALL), sse(CALL[:9], CALL[9:]), sse(ANSWER[:12], ANSWER[12:]))
+        if face == "stream":
+            with model(scripted) as m:
+                events = list(service.chat_stream(m, None, "Weather in Paris?"))
+        else:
+
+            async def collect() -> list[Any]:
+                async with model(scripted) as m:
+                    return [e async for e in service.achat_stream(m, None, "Weather in Paris?")]
+
+            events = asyncio.run(collect())
+        assert len([e for e in events if isinstance(e, CompleteToolCall)]) == 1
+        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Rain in Paris."
+        completed = events[-1]
+        assert isinstance(completed, ChatCompleted)
+        result = completed.result
+    assert result.text == "Rain in Paris." and len(result.tool_executions) == 1
+    assert [schema_name(b) for b in scripted.bodies][-1] == "answer"
+    info = result.final_response.ai_message.attributes["constrained"]
+    assert info["repeated_calls"] == ["get_weather"]
+
+
+@pytest.mark.parametrize("face", ["chat", "stream"])
+def test_the_model_alone_asks_again_after_a_repeat(scripted: ProviderServer, face: str) -> None:
+    """The sync faces of the model itself, as a caller without ToolService uses them."""
+    from toolweave import AiMessage, ResponseCompleted, ToolExecutionRequest
+
+    call = ToolExecutionRequest(id="c1", name="get_weather", arguments='{"city": "Paris"}')
+    request = ChatRequest(
+        [
+            UserMessage("Weather in Paris?"),
+            AiMessage(tool_execution_requests=[call]),
+            ToolExecutionResultMessage(id="c1", tool_name="get_weather", text="rain"),
+        ],
+        ChatRequestParameters(tools=[get_weather.card]),
+    )
+    with model(scripted) as m:
+        if face == "chat":
+            scripted.enqueue(completion(CALL), completion(ANSWER))
+            response = m.chat(request)
+        else:
+            scripted.enqueue(sse(CALL), sse(ANSWER))
+            events = list(m.stream(request))
+            assert not [e for e in events if isinstance(e, (PartialToolCall, CompleteToolCall))]
+            assert [type(e) for e in events].count(ResponseCompleted) == 1
+            assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Rain in Paris."
+            response = events[-1].response
+    assert response.ai_message.text == "Rain in Paris."
+    assert not response.ai_message.tool_execution_requests
+    assert response.ai_message.attributes["constrained"]["repeated_calls"] == ["get_weather"]
+    assert [schema_name(b) for b in scripted.bodies] == ["tool_calls_or_answer", "answer"]
+
+
+def test_a_reply_mixing_a_repeat_and_a_new_call_runs_only_the_new_one(
+    scripted: ProviderServer,
+) -> None:
+    mixed = json.dumps(
+        {
+            "tool_calls": [
+                {"name": "get_weather", "arguments": {"city": "Paris"}},
+                {"name": "get_weather", "arguments": {"city": "Lyon"}},
+            ]
+        }
+    )
+    scripted.enqueue(completion(CALL), completion(mixed), completion(ANSWER))
+    with model(scripted) as m:
+        result = ToolService().tools(get_weather).chat(m, None, "Weather in Paris and Lyon?")
+    cities = [json.loads(e.request.arguments)["city"] for e in result.tool_executions]
+    assert cities == ["Paris", "Lyon"]
+    second_reply = result.intermediate_responses[1].ai_message
+    assert second_reply.attributes["constrained"]["repeated_calls"] == ["get_weather"]
+    # no call was repeated in the history, so the third request may still call tools
+    assert [schema_name(b) for b in scripted.bodies] == ["tool_calls_or_answer"] * 3
 
 
 def test_policy_is_configurable(scripted: ProviderServer) -> None:

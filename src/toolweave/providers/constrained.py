@@ -10,8 +10,10 @@ tool calls and results are sent back as assistant JSON turns and user text turns
 chat template understands.
 
 Small models tend to call the same tool again after its result came back. The policy in
-`ConstrainedToolCalling` switches to an answer-only schema after an identical repeated call,
-or after `max_tool_rounds` tool rounds since the last user message.
+`ConstrainedToolCalling` drops a call identical to one already made since the last user
+message before it runs (its result is in the conversation already); a reply left with no
+call and no answer is asked again, answer-only (`repeat_follow_up`). It also switches to an
+answer-only schema after `max_tool_rounds` tool rounds since the last user message.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from ..chat.events import (
     TextDelta,
 )
 from ..chat.messages import AiMessage, SystemMessage, ToolExecutionResultMessage, UserMessage
-from ..chat.request import ChatRequest, ChatRequestParameters
+from ..chat.request import ChatRequest, ChatRequestParameters, ToolChoice
 from ..chat.response import ChatResponse, FinishReason
 from ..dialects import openai_tool
 from ..execution.requests import ToolExecutionRequest
@@ -45,6 +47,8 @@ __all__ = [
     "ConstrainedPlan",
     "ConstrainedStreamParser",
     "ConstrainedToolCalling",
+    "after_repeat",
+    "repeat_follow_up",
     "uses_tools",
 ]
 
@@ -64,8 +68,10 @@ class ConstrainedToolCalling:
 
     - `max_calls_per_response`: the schema's `maxItems` for `tool_calls` (a bounded array
       keeps small models from repeating a call within one reply).
-    - `answer_after_repeat`: after a round that repeats a call already made (same name, same
-      arguments) since the last user message, the next request admits only an answer.
+    - `answer_after_repeat`: a call identical (same name, same arguments) to one already
+      made since the last user message is not run again: it is dropped from the reply, and a
+      reply left with nothing is asked again, admitting only an answer. A history that
+      already holds such a repeat (made elsewhere) gets an answer-only request.
     - `max_tool_rounds`: after this many tool rounds since the last user message, the next
       request admits only an answer (None: no limit; `ToolService`'s own round-trip limit
       still applies).
@@ -98,12 +104,15 @@ class ConstrainedToolCalling:
         if not tools:
             mode, reason = "answer", reason or "no tools"
         rounds = _rounds_since_user(request.messages)
+        made: frozenset[tuple[str, str]] = frozenset()
         if mode != "answer" and rounds:
             if self.answer_after_repeat and _repeats(rounds):
                 mode, reason = "answer", "repeated call"
             elif self.max_tool_rounds is not None and len(rounds) >= self.max_tool_rounds:
                 mode, reason = "answer", f"{len(rounds)} tool rounds"
-        return ConstrainedPlan(self, tools, mode, reason, params.response_format)
+            elif self.answer_after_repeat and mode == "both":
+                made = frozenset(_key(c) for r in rounds for c in r.tool_execution_requests)
+        return ConstrainedPlan(self, tools, mode, reason, params.response_format, made)
 
 
 def uses_tools(request: ChatRequest, params: ChatRequestParameters) -> bool:
@@ -135,16 +144,39 @@ def _rounds_since_user(messages: Sequence[Any]) -> list[AiMessage]:
     return rounds
 
 
+def _key(call: ToolExecutionRequest) -> tuple[str, str]:
+    return call.name, _canonical(call.arguments)
+
+
 def _repeats(rounds: list[AiMessage]) -> bool:
     """Whether the last round asked for a call already made in an earlier round."""
-    earlier = {
-        (call.name, _canonical(call.arguments))
-        for message in rounds[:-1]
-        for call in message.tool_execution_requests
-    }
-    return any(
-        (call.name, _canonical(call.arguments)) in earlier
-        for call in rounds[-1].tool_execution_requests
+    earlier = {_key(call) for message in rounds[:-1] for call in message.tool_execution_requests}
+    return any(_key(call) in earlier for call in rounds[-1].tool_execution_requests)
+
+
+def repeat_follow_up(request: ChatRequest, response: ChatResponse) -> ChatRequest | None:
+    """The answer-only request to send when every call of the constrained `response` to
+    `request` repeated an earlier one (so nothing is left to run or to say), else None."""
+    info = response.ai_message.attributes.get("constrained")
+    if not isinstance(info, Mapping) or not info.get("repeated_calls"):
+        return None
+    if response.ai_message.tool_execution_requests or response.ai_message.text:
+        return None
+    answer_only = ChatRequestParameters(tool_choice=ToolChoice.NONE)
+    return ChatRequest(request.messages, request.parameters.override(answer_only))
+
+
+def after_repeat(first: ChatResponse, second: ChatResponse) -> ChatResponse:
+    """The follow-up's response, with the usage of both requests and the reason recorded."""
+    message = second.ai_message
+    attributes = dict(message.attributes)
+    info = dict(attributes.get("constrained") or {})
+    info["reason"] = "repeated call"
+    info["repeated_calls"] = first.ai_message.attributes["constrained"]["repeated_calls"]
+    attributes["constrained"] = info
+    usage = first.usage + second.usage if first.usage is not None else second.usage
+    return second.model_copy(
+        update={"ai_message": message.model_copy(update={"attributes": attributes}), "usage": usage}
     )
 
 
@@ -191,6 +223,9 @@ class ConstrainedPlan:
     mode: Literal["both", "tools", "answer"]
     reason: str = ""
     response_format: Any = None
+    made: frozenset[tuple[str, str]] = frozenset()
+    """(name, canonical arguments) of the calls made since the last user message, which a
+    reply must not repeat (empty when the policy is off)."""
     _answer_schema: dict[str, Any] | None = field(default=None, init=False)
 
     # request ------------------------------------------------------------------------------
@@ -338,19 +373,27 @@ class ConstrainedPlan:
     # response -----------------------------------------------------------------------------
     def parse_content(self, content: str | None) -> tuple[str | None, list[ToolExecutionRequest]]:
         """The answer text and the tool requests in a reply's content."""
+        text, requests, _ = self._parse_content(content)
+        return text, requests
+
+    def _parse_content(
+        self, content: str | None
+    ) -> tuple[str | None, list[ToolExecutionRequest], list[str]]:
+        """`parse_content`, plus the names of the calls dropped as repeats of `made`."""
         text = (content or "").strip()
         if not text:
-            return None, []
+            return None, [], []
         try:
             data = json.loads(text)
         except ValueError:
-            return content, []  # not JSON (cut short, or the server ignored the schema)
+            return content, [], []  # not JSON (cut short, or the server ignored the schema)
         if not isinstance(data, Mapping):
-            return content, []
+            return content, [], []
         calls = data.get("tool_calls")
+        repeated: list[str] = []
         if isinstance(calls, list) and calls and self.mode != "answer":
             requests: list[ToolExecutionRequest] = []
-            seen: set[tuple[str, str]] = set()
+            seen: set[tuple[str, str]] = set(self.made)
             for call in calls:
                 if not isinstance(call, Mapping):
                     continue
@@ -362,7 +405,9 @@ class ConstrainedPlan:
                     else json.dumps(arguments if arguments is not None else {}, ensure_ascii=False)
                 )
                 key = (name, _canonical(args))
-                if key in seen:  # an identical call twice in one reply: run it once
+                if key in seen:  # made before, or twice in this reply: run it once
+                    if key in self.made:
+                        repeated.append(name)
                     continue
                 seen.add(key)
                 requests.append(
@@ -370,19 +415,19 @@ class ConstrainedPlan:
                         id=f"call_{uuid.uuid4().hex[:24]}", name=name, arguments=args
                     )
                 )
-            if requests:
-                return None, requests
+            if requests or repeated:
+                return None, requests, repeated
         if "answer" in data:
             answer = data["answer"]
             if isinstance(answer, str) and not self.structured:
-                return answer, []
-            return json.dumps(answer, ensure_ascii=False), []
-        return content, []
+                return answer, [], []
+            return json.dumps(answer, ensure_ascii=False), [], []
+        return content, [], []
 
     def convert(self, response: ChatResponse) -> ChatResponse:
         """The response with its JSON content turned into text and/or tool requests."""
         message = response.ai_message
-        text, requests = self.parse_content(message.text)
+        text, requests, repeated = self._parse_content(message.text)
         finish = response.finish_reason
         if requests:
             finish = FinishReason.TOOL_EXECUTION
@@ -392,6 +437,8 @@ class ConstrainedPlan:
         attributes["constrained"] = {"mode": self.mode, "raw": message.text}
         if self.reason:
             attributes["constrained"]["reason"] = self.reason
+        if repeated:
+            attributes["constrained"]["repeated_calls"] = repeated
         return response.model_copy(
             update={
                 "ai_message": AiMessage(

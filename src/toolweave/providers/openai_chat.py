@@ -7,7 +7,7 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from typing import Any, Literal
 
 import httpx2
@@ -33,8 +33,10 @@ from ._sse import SSEEvent
 from .constrained import (
     ConstrainedStreamParser,
     ConstrainedToolCalling,
+    after_repeat,
     constrained_body,
     constrained_plan,
+    repeat_follow_up,
 )
 
 __all__ = ["OpenAIChatModel", "OpenAIStreamAggregator"]
@@ -715,3 +717,76 @@ class OpenAIChatModel(HttpChatModel):
         plan = constrained_plan(self, request, self.default_parameters.override(request.parameters))
         parser = self._parser()
         return parser if plan is None else ConstrainedStreamParser(parser, plan)
+
+    # constrained replies that only repeated earlier calls are asked again, answer-only ------
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        """Send `request` and return the full response (sync HTTP client)."""
+        response = super().chat(request)
+        follow_up = repeat_follow_up(request, response)
+        return response if follow_up is None else after_repeat(response, self.chat(follow_up))
+
+    async def achat(self, request: ChatRequest) -> ChatResponse:
+        """Send `request` and return the full response (async HTTP client)."""
+        response = await super().achat(request)
+        follow_up = repeat_follow_up(request, response)
+        if follow_up is None:
+            return response
+        return after_repeat(response, await self.achat(follow_up))
+
+    def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
+        """Send `request` with streaming; yield events as they arrive (sync)."""
+        events = super().stream(request)
+        return events if self.tool_calling == "native" else self._after_repeats(request, events)
+
+    def astream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """Send `request` with streaming; yield events as they arrive (async)."""
+        events = super().astream(request)
+        return events if self.tool_calling == "native" else self._aafter_repeats(request, events)
+
+    def _after_repeats(
+        self, request: ChatRequest, events: Iterator[StreamEvent]
+    ) -> Iterator[StreamEvent]:
+        first: ChatResponse | None = None
+        try:
+            for event in events:
+                if isinstance(event, ResponseCompleted) and repeat_follow_up(
+                    request, event.response
+                ):
+                    first = event.response  # nothing to run or say: the follow-up completes it
+                    continue
+                yield event
+        finally:
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()
+        if first is not None:
+            follow_up = repeat_follow_up(request, first)
+            assert follow_up is not None
+            for event in self.stream(follow_up):
+                if isinstance(event, ResponseCompleted):
+                    event = ResponseCompleted(after_repeat(first, event.response))
+                yield event
+
+    async def _aafter_repeats(
+        self, request: ChatRequest, events: AsyncIterator[StreamEvent]
+    ) -> AsyncIterator[StreamEvent]:
+        first: ChatResponse | None = None
+        try:
+            async for event in events:
+                if isinstance(event, ResponseCompleted) and repeat_follow_up(
+                    request, event.response
+                ):
+                    first = event.response
+                    continue
+                yield event
+        finally:
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        if first is not None:
+            follow_up = repeat_follow_up(request, first)
+            assert follow_up is not None
+            async for event in self.astream(follow_up):
+                if isinstance(event, ResponseCompleted):
+                    event = ResponseCompleted(after_repeat(first, event.response))
+                yield event
