@@ -595,3 +595,19 @@ def test_through_sync_executor(make_tool: MakeTool) -> None:
         assert "/echo/sync-exec/9" in text
     finally:
         tool.close()
+
+
+async def test_httpx2_log_line_masks_query_credentials(
+    make_tool: MakeTool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """httpx2 logs every request's URL at INFO, as sent: auth query values are masked there,
+    raw and percent-encoded (base64-like keys contain `+`, `/` and `=`)."""
+    import logging
+
+    caplog.set_level(logging.INFO, logger="httpx2")
+    key = "k3y+with/odd=chars"
+    tool = make_tool("/echo/logged", method="GET", auth={"query": {"api_key": key}})
+    assert (await tool.ainvoke({}))["code"] == 200
+    [line] = [r.getMessage() for r in caplog.records if r.name == "httpx2"]
+    assert "api_key=***" in line
+    assert "k3y" not in line and "odd" not in line

@@ -280,8 +280,11 @@ async def test_one_round_of_failing_http_tools_keeps_the_history_valid(
     for r in outcome.values():
         if r.error is not None:
             scan.add_error(r.error)
-    # httpx's own INFO line ("HTTP Request: GET <url>") prints the URL as sent, auth query
-    # values included: a known limitation (docs/reliability.md), so it is left out here.
-    scan.add_records(r for r in caplog.records if not r.name.startswith(("httpx2", "httpcore2")))
+    # httpx2's own INFO line ("HTTP Request: GET <url>") prints the URL as sent: the auth
+    # query value in it is masked. (httpcore2's DEBUG lines print raw response headers,
+    # which this fault server echoes credentials into; they are out of our hands.)
+    logged = [r for r in caplog.records if r.name == "httpx2"]
+    assert logged and all("token=***" in r.getMessage() for r in logged)
+    scan.add_records(r for r in caplog.records if not r.name.startswith("httpcore2"))
     scan.add_spans(spans)
     assert scan.check() > 0

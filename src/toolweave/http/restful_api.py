@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, quote_plus
 
 import httpx2
 
@@ -28,6 +29,42 @@ __all__ = ["AuthSpec", "PreparedRequest", "RestfulApi"]
 _BODYLESS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
 _EXCERPT = 500
 _REDACTED = "***"
+
+
+class _QuerySecretsLogFilter(logging.Filter):
+    """Masks the credential values that auth put in query strings in `httpx2`'s own log line
+    (``HTTP Request: GET <url> ...``, logged at INFO with the URL as sent). Values are kept
+    raw and percent-encoded; the filter is attached to the `httpx2` logger on first use."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._known: set[str] = set()
+        self._values: list[str] = []  # every form, longest first
+        self._lock = threading.Lock()
+
+    def add(self, value: str) -> None:
+        if value in self._known:
+            return
+        with self._lock:
+            if not self._known:
+                logging.getLogger("httpx2").addFilter(self)
+            self._known.add(value)
+            forms = {value, quote(value, safe=""), quote_plus(value), quote(value)}
+            self._values = sorted(set(self._values) | forms, key=len, reverse=True)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        values = self._values
+        if values:
+            message = masked = record.getMessage()
+            for value in values:
+                if value in masked:
+                    masked = masked.replace(value, _REDACTED)
+            if masked != message:
+                record.msg, record.args = masked, None
+        return True
+
+
+_QUERY_SECRETS_IN_LOGS = _QuerySecretsLogFilter()
 
 AuthSpec = Mapping[str, Any] | Callable[["PreparedRequest"], Any]
 """Static auth for a `RestfulApi`: a mapping like a `tool_auth` result, or a callable
@@ -90,6 +127,8 @@ class PreparedRequest:
             self.secret_params.add(str(key))
             for _, v in _pairs(str(key), value):
                 self._secret(v)
+                if len(v) >= 6:
+                    _QUERY_SECRETS_IN_LOGS.add(v)
         if "verify" in result:
             self.verify = result["verify"]
         if "cert" in result:
