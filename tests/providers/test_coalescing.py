@@ -169,3 +169,74 @@ def test_fast_and_general_paths_aggregate_alike(
         assert got == [(i, n, a if a.strip() else "{}") for i, n, a in calls]
         # every call's first fragment is an event (it carries id and name)
         assert _arguments_by_index(events) == {i: a for i, (_, _, a) in enumerate(calls)}
+
+
+def _anthropic_stream(arguments: str, step: int = 3) -> bytes:
+    import json
+
+    def event(kind: str, **data: Any) -> str:
+        return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n"
+
+    parts = [
+        event(
+            "message_start",
+            message={"id": "msg_1", "model": "claude", "usage": {"input_tokens": 3}},
+        ),
+        event("content_block_start", index=0, content_block={"type": "text", "text": ""}),
+        event("content_block_delta", index=0, delta={"type": "text_delta", "text": "Hi"}),
+        event("content_block_delta", index=0, delta={"type": "text_delta", "text": " there"}),
+        event("content_block_stop", index=0),
+        event(
+            "content_block_start",
+            index=1,
+            content_block={"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}},
+        ),
+    ]
+    for i in range(0, len(arguments), step):
+        delta = {"type": "input_json_delta", "partial_json": arguments[i : i + step]}
+        parts.append(event("content_block_delta", index=1, delta=delta))
+    parts += [
+        event("content_block_stop", index=1),
+        event("message_delta", delta={"stop_reason": "tool_use"}, usage={"output_tokens": 9}),
+        event("message_stop"),
+    ]
+    return "".join(parts).encode()
+
+
+def test_other_providers_coalesce_fragments_per_read_too() -> None:
+    """Anthropic's parser has no batch entry point: `feed_batch` merges the argument
+    fragments of one call within a read, and keeps text deltas and order as they were."""
+    from toolweave.chat import TextDelta
+    from toolweave.providers._base import feed_batch, finish_stream
+    from toolweave.providers._http import HttpTransport
+    from toolweave.providers._sse import SSEDecoder
+    from toolweave.providers.anthropic_chat import AnthropicStreamParser
+
+    transport = HttpTransport(provider="anthropic", headers={}, secrets=())
+    arguments = '{"city": "Paris", "days": [1, 2, 3], "note": "' + "x" * 200 + '"}'
+    raw = _anthropic_stream(arguments)
+
+    def run(reads: list[bytes]) -> list[Any]:
+        parser, decoder, events = AnthropicStreamParser(transport), SSEDecoder(), []
+        for read in reads:
+            events += feed_batch(parser, decoder.feed(read), transport.protocol_error)
+        return events + finish_stream(parser, transport.protocol_error)
+
+    one_read = run([raw])
+    by_event = run([raw[i : i + 1] for i in range(len(raw))])  # one event per read at most
+    for events in (one_read, by_event):
+        partials = [e for e in events if isinstance(e, PartialToolCall)]
+        assert "".join(p.arguments_delta for p in partials) == arguments
+        assert (partials[0].id, partials[0].name) == ("toolu_1", "weather")
+        assert [e.text for e in events if isinstance(e, TextDelta)] == ["Hi", " there"]
+        assert isinstance(events[-1], ResponseCompleted)
+    assert len([e for e in one_read if isinstance(e, PartialToolCall)]) == 1
+    assert len([e for e in by_event if isinstance(e, PartialToolCall)]) > 50
+    assert one_read[-1].response == by_event[-1].response
+    assert [type(e).__name__ for e in one_read] == [
+        "TextDelta",
+        "TextDelta",
+        "PartialToolCall",
+        "CompleteToolCall",
+        "ResponseCompleted",
+    ]

@@ -12,7 +12,7 @@ from typing import Any, Protocol, Self
 
 import httpx2
 
-from ..chat.events import StreamEvent
+from ..chat.events import PartialToolCall, StreamEvent
 from ..chat.model import BaseChatModel
 from ..chat.request import ChatRequest, ChatRequestParameters
 from ..chat.response import ChatResponse
@@ -70,7 +70,35 @@ def feed_batch(
         out: list[StreamEvent] = []
         for sse in batch:
             out.extend(parser.feed(sse))
-        return out
+        return coalesce_fragments(out)
+
+
+def coalesce_fragments(events: list[StreamEvent]) -> list[StreamEvent]:
+    """`events` with each run of argument fragments of one call (a `PartialToolCall` with no
+    id or name following one for the same index) merged into the first of the run."""
+    out: list[StreamEvent] = []
+    run: list[str] = []  # the argument text of out[-1] while it is a growing run
+    for event in events:
+        if isinstance(event, PartialToolCall) and event.id is None and event.name is None and out:
+            last = out[-1]
+            if isinstance(last, PartialToolCall) and last.index == event.index:
+                if not run:
+                    run.append(last.arguments_delta)
+                run.append(event.arguments_delta)
+                continue
+        if run:
+            _close_run(out, run)
+        out.append(event)
+    if run:
+        _close_run(out, run)
+    return out
+
+
+def _close_run(out: list[StreamEvent], run: list[str]) -> None:
+    last = out[-1]
+    assert isinstance(last, PartialToolCall)
+    out[-1] = PartialToolCall(last.index, last.id, last.name, "".join(run))
+    run.clear()
 
 
 def finish_stream(
