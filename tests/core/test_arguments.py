@@ -82,11 +82,50 @@ def test_non_object_json(raw: str, kind: str) -> None:
     assert e.value.tool_name == "t"
 
 
-@pytest.mark.parametrize("raw", ["not json at all", "{{{{", "]", "```\nnope\n```"])
+@pytest.mark.parametrize("raw", ["not json at all", "]", "```\nnope\n```"])
 def test_invalid_json_message(raw: str) -> None:
     with pytest.raises(ToolArgumentsError) as e:
         parse_arguments(raw)
     assert e.value.message == NOT_JSON
+
+
+CUT_OFF = [
+    '{"path": ',
+    '{"path": "/home/user/projects/old',
+    '{"city": "Paris"',
+    '{"items": [1, 2, 3',
+    '{"a": 1, "b": ',
+    "{'path': '/tmp/x",
+    '```json\n{"path": "/ho',
+    "{{{{",
+]
+
+
+@pytest.mark.parametrize("raw", CUT_OFF)
+def test_cut_off_arguments_are_never_completed(raw: str) -> None:
+    """A reply stopped by its token limit must not run a tool on invented values."""
+    with pytest.raises(ToolArgumentsError) as e:
+        parse_arguments(raw, tool_name="t")
+    assert "cut off" in e.value.message and e.value.tool_name == "t"
+
+
+def test_cut_off_arguments_do_not_run_the_tool() -> None:
+    from toolweave import AiMessage, ScriptedChatModel, ToolService
+
+    ran: list[str] = []
+
+    @tool
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        ran.append(path)
+        return "deleted"
+
+    call = ToolExecutionRequest(id="c1", name="delete_file", arguments='{"path": "/home/us')
+    model = ScriptedChatModel([AiMessage(tool_execution_requests=[call]), AiMessage("ok")])
+    result = ToolService().tools(delete_file).chat(model, None, "clean up")
+    assert ran == []
+    [execution] = result.tool_executions
+    assert execution.result.is_error and "cut off" in execution.result.text
 
 
 @tool
@@ -127,7 +166,8 @@ def _all_paths(t: Any, raw: Any) -> list[Any]:
 
 
 BAD_INPUTS = {
-    "invalid-json": ("{bad json", NOT_JSON),
+    "invalid-json": ("bad json", NOT_JSON),
+    "cut-off": ('{"a": 1, "items": ["x', "The arguments are not valid JSON: they stop before"),
     "array": ("[1]", "The arguments must be a JSON object, but a JSON array was sent."),
     "number": ("3", "The arguments must be a JSON object, but a JSON number was sent."),
     "string": ('"x"', "The arguments must be a JSON object, but a JSON string was sent."),

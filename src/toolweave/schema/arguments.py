@@ -7,8 +7,13 @@ Repairs, tried in order only after a strict `json.loads` failed:
    (`"{\\"a\\": 1}"`), is unwrapped.
 3. Trailing commas before `}` or `]` (outside strings) are removed.
 4. A Python literal (`{'a': 1, 'b': True, 'c': None}`) is read with `ast.literal_eval`.
-5. Single quotes mixed with JSON, missing closing brackets and similar slips are fixed by
-   the `json_repair` library, but only when the text starts like an object.
+5. Single quotes mixed with JSON, unquoted keys and similar slips are fixed by the
+   `json_repair` library, but only when the text starts like an object.
+
+Text that ends inside a string or with a bracket left open is never completed: it is what a
+reply cut off by its token limit looks like, and completing it would run the tool on
+invented values (`{"path": "/home/us` becoming a real path). It raises `ToolArgumentsError`
+saying the arguments were cut off.
 
 A valid JSON string whose content is itself a JSON object (double encoding) is decoded once
 more. Anything that is still not a JSON object raises `ToolArgumentsError` with a message the
@@ -116,6 +121,29 @@ def _drop_trailing_commas(text: str) -> str:
     return "".join(out)
 
 
+def _cut_off(text: str) -> bool:
+    """Whether `text` ends inside a string (double- or single-quoted) or with a bracket
+    left open."""
+    depth = 0
+    quote = ""
+    escaped = False
+    for ch in text:
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = ""
+        elif ch == '"' or ch == "'":
+            quote = ch
+        elif ch == "{" or ch == "[":
+            depth += 1
+        elif ch == "}" or ch == "]":
+            depth -= 1
+    return bool(quote) or depth > 0
+
+
 def _repair(text: str) -> dict[str, Any] | None:
     candidate = text.strip()
     fenced = _FENCE.match(candidate)
@@ -136,7 +164,7 @@ def _repair(text: str) -> dict[str, Any] | None:
         except ValueError:
             pass
         candidate = inner
-    if not candidate.startswith("{"):
+    if not candidate.startswith("{") or _cut_off(candidate):
         return None
     without_commas = _drop_trailing_commas(candidate)
     if without_commas != candidate:
@@ -188,6 +216,13 @@ def parse_arguments(
         raise
     except ValueError:
         repaired = repair_arguments(text)
+        if repaired is None and _cut_off(_FENCE.sub(r"\1", text.strip())):
+            raise ToolArgumentsError(
+                "The arguments are not valid JSON: they stop before the object is complete "
+                "(a string or a bracket is left open), as if cut off. Send the whole object "
+                "again; if it is long, make it shorter.",
+                tool_name=tool_name,
+            ) from None
         if repaired is None:
             raise ToolArgumentsError(
                 "The arguments are not valid JSON. Send a single JSON object, for example "
