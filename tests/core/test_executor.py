@@ -248,6 +248,38 @@ def test_null_for_defaulted_param_applies_default() -> None:
         run(tree, '{"root": {"value": null}}')
 
 
+def test_null_for_optional_param_without_default_means_absent() -> None:
+    """A hand-written schema (HTTP, OpenAPI, MCP-like tools): OpenAI's strict form makes the
+    optional `limit` required and nullable, so the model sends null; that null means "not
+    given", at the top level and in nested objects. Nullable and unconstrained properties
+    keep their null; a required property's null stays an error."""
+    from toolweave.dialects import openai_tool
+    from toolweave.tools import LocalFunction
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "q": {"type": "string"},
+            "limit": {"type": "integer"},
+            "opts": {
+                "type": "object",
+                "properties": {"deep": {"type": "boolean"}, "tag": {"type": ["string", "null"]}},
+            },
+            "anything": {},
+        },
+        "required": ["q"],
+    }
+    typed = {**schema, "properties": {k: v for k, v in schema["properties"].items() if v}}
+    strict = openai_tool(ToolCard(name="s", input_params=typed), strict=True)["function"]
+    assert "limit" in strict["parameters"]["required"]
+    assert "null" in strict["parameters"]["properties"]["limit"]["type"]
+    search = LocalFunction(ToolCard(name="search", input_params=schema), lambda **kw: kw)
+    sent = '{"q": "x", "limit": null, "opts": {"deep": null, "tag": null}, "anything": null}'
+    assert search.invoke(sent) == {"q": "x", "opts": {"tag": None}, "anything": None}
+    with pytest.raises(ToolArgumentsError, match=r"q: None is not of type 'string'"):
+        search.invoke('{"q": null}')
+
+
 # results -------------------------------------------------------------------------------------
 def test_tool_exception_becomes_error_result() -> None:
     @tool

@@ -366,6 +366,26 @@ def _resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str,
     return schema
 
 
+_CONSTRAINTS = ("type", "enum", "const", "anyOf", "oneOf", "allOf", "not", "$ref")
+
+
+def _accepts_null(schema: Any, root: Mapping[str, Any], depth: int = 0) -> bool:
+    """Whether `null` may be valid for `schema` (an unconstrained schema accepts it)."""
+    if not isinstance(schema, Mapping) or depth > 32:
+        return True
+    if not any(key in schema for key in _CONSTRAINTS):
+        return True
+    if "null" in _types_of(schema) or None in (schema.get("enum") or ()):
+        return True
+    if "const" in schema and schema["const"] is None:
+        return True
+    branches = schema.get("anyOf") or schema.get("oneOf") or ()
+    return any(
+        _accepts_null(_resolve(b, root) if isinstance(b, Mapping) else b, root, depth + 1)
+        for b in branches
+    )
+
+
 def _coerce(value: Any, schema: Any, root: Mapping[str, Any], depth: int = 0) -> Any:
     if not isinstance(schema, Mapping) or depth > 64:
         return value
@@ -407,13 +427,20 @@ def _coerce(value: Any, schema: Any, root: Mapping[str, Any], depth: int = 0) ->
     if isinstance(value, dict):
         props = schema.get("properties")
         if isinstance(props, Mapping):
+            required = schema.get("required")
+            required = required if isinstance(required, list) else ()
             out: dict[str, Any] = {}
             for k, v in value.items():
                 sub = props.get(k)
-                if v is None and isinstance(sub, Mapping) and "default" in sub:
-                    out[k] = copy.deepcopy(sub["default"])  # strict mode: null means default
-                else:
-                    out[k] = _coerce(v, sub, root, depth + 1) if k in props else v
+                if v is None and isinstance(sub, Mapping):
+                    # OpenAI's strict form makes optional properties required and nullable:
+                    # null then means "not given" (the default, or absent).
+                    if "default" in sub:
+                        out[k] = copy.deepcopy(sub["default"])
+                        continue
+                    if k not in required and not _accepts_null(_resolve(sub, root), root):
+                        continue
+                out[k] = _coerce(v, sub, root, depth + 1) if k in props else v
             return out
         return value
     if isinstance(value, list):
