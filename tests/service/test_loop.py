@@ -741,6 +741,20 @@ def test_caller_parameters_win_and_tools_are_merged() -> None:
     assert params.tool_choice == ToolChoice.REQUIRED
 
 
+def test_unknown_request_options_are_refused_not_dropped() -> None:
+    """A typo or a vendor option as a field would vanish from the request body; it is a
+    typed error naming the option and the way to pass it."""
+    from toolweave import ErrorCode, UnsupportedOptionError
+
+    with pytest.raises(UnsupportedOptionError) as info:
+        ChatRequestParameters(temperature=0, max_token=10)
+    assert info.value.code == ErrorCode.PROVIDER_UNSUPPORTED_OPTION
+    assert info.value.option == "max_token" and "custom_parameters" in info.value.message
+    with pytest.raises(ValueError):
+        ChatRequestParameters.model_validate({"seed": 42})
+    assert ChatRequestParameters(custom_parameters={"seed": 42}).custom_parameters == {"seed": 42}
+
+
 def test_overlap_of_parallel_async_tools() -> None:
     @tool
     async def nap() -> float:

@@ -8,6 +8,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..errors import UnsupportedOptionError
 from ..tools.card import ToolCard
 from .messages import ChatMessage
 
@@ -57,7 +58,7 @@ class ChatRequestParameters(BaseModel):
     """Generic request options; each provider maps, refuses (naming itself and the option),
     or passes through `custom_parameters`, which are merged into the request body last."""
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, extra="forbid")
 
     model: str | None = None
     temperature: float | None = None
@@ -72,6 +73,15 @@ class ChatRequestParameters(BaseModel):
     custom_parameters: dict[str, Any] = Field(default_factory=dict)
 
     def __init__(self, **data: Any) -> None:
+        unknown = [key for key in data if key not in type(self).model_fields]
+        if unknown:
+            raise UnsupportedOptionError(
+                "ChatRequestParameters",
+                unknown[0],
+                "not one of its fields ("
+                + ", ".join(type(self).model_fields)
+                + f"); pass vendor options as custom_parameters={{{unknown[0]!r}: ...}}",
+            )
         if "tool_choice" in data:
             data["tool_choice"] = ToolChoice.parse(data["tool_choice"])
         if data.get("tools") is not None:
@@ -93,7 +103,7 @@ class ChatRequestParameters(BaseModel):
 class ChatRequest(BaseModel):
     """What is sent to a `ChatModel`: the messages and the parameters."""
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, extra="forbid")
 
     messages: tuple[ChatMessage, ...]
     parameters: ChatRequestParameters = Field(default_factory=ChatRequestParameters)
