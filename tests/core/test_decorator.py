@@ -52,6 +52,43 @@ def test_prebuilt_card_is_used_unchanged() -> None:
     )
 
 
+def test_options_given_with_a_card_override_it_in_a_new_card() -> None:
+    """openJiuwen: when an explicit card disagrees with the decorator's options, a new card
+    is built with them; the prebuilt card is left as it was."""
+    card = ToolCard(
+        name="get_weather",
+        description="Weather.",
+        input_params={
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+        metadata={"team": "x"},
+    )
+
+    def weather(city: str) -> str:
+        return city
+
+    t = tool(
+        weather,
+        card=card,
+        name="weather_now",
+        description="Current weather.",
+        idempotent=True,
+        parallel_safe=False,
+        timeout=5,
+        metadata={"tier": "free"},
+    )
+    assert (t.card.name, t.card.description) == ("weather_now", "Current weather.")
+    assert t.card.idempotent and not t.card.parallel_safe and t.card.timeout == 5
+    assert t.card.metadata == {"team": "x", "tier": "free"}
+    assert t.card.input_params == card.input_params and t.card.id != card.id
+    assert (card.name, card.idempotent, card.metadata) == ("get_weather", False, {"team": "x"})
+    assert t.invoke({"city": "Paris"}) == "Paris"
+    # options equal to the card's (or left at their defaults) keep the very same card
+    assert tool(weather, card=card, name="get_weather").card is card
+
+
 class Item(BaseModel):
     name: str
     price: float

@@ -199,3 +199,14 @@ async def test_http_server_restart_between_calls_is_transparent(
 
 
 _ = (sys, file_appears)
+
+
+def test_mcp_tool_with_the_client_first_says_the_order() -> None:
+    """openJiuwen's MCPTool takes (client, card); ours takes (card, client)."""
+    import pytest
+
+    from toolweave.mcp import McpTool, McpToolCard
+
+    card = McpToolCard(name="echo", server_name="s")
+    with pytest.raises(TypeError, match=r"McpTool\(card, client\)"):
+        McpTool(object(), card)  # type: ignore[arg-type]

@@ -168,6 +168,11 @@ class McpTool(Tool):
     """
 
     def __init__(self, card: McpToolCard, client: McpClient | SyncMcpClient | _Core | None) -> None:
+        if isinstance(client, McpToolCard) and not isinstance(card, McpToolCard):
+            raise TypeError(
+                "McpTool takes the card first: McpTool(card, client) (openJiuwen's MCPTool "
+                "takes the client first)"
+            )
         if client is None:
             raise McpError(
                 f"MCP tool {card.name!r} has no client", code=ErrorCode.MCP_CLIENT_NOT_SUPPORTED

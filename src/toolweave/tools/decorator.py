@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
 
@@ -80,7 +81,9 @@ def tool(
     """Turn a function into a `LocalFunction` tool; bare (`@tool`), with options, or called.
 
     The name defaults to the function's name and the description to its docstring summary.
-    `card` uses a prebuilt card unchanged; `input_params` replaces the generated schema (the
+    `card` uses a prebuilt card; options given alongside it (a name, a description,
+    `input_params`, or a flag with a non-default value) override the card's values in a copy,
+    with `metadata` merged into the card's. `input_params` replaces the generated schema (the
     function is then validated against that schema instead of its signature). With
     `auto_extract=False` the docstring is not read.
     """
@@ -102,7 +105,24 @@ def tool(
         check_tool_name(tool_name)
         fs = function_schema(fn, name=tool_name, description=description, auto_extract=auto_extract)
         if card is not None:
-            made = LocalFunction(card, fn, callbacks=callbacks, schema=fs)
+            overrides = _card_overrides(
+                card,
+                name=name,
+                description=description,
+                input_params=input_params,
+                return_behavior=ReturnBehavior(return_behavior),
+                strict=strict,
+                parallel_safe=parallel_safe,
+                stateless=stateless,
+                idempotent=idempotent,
+                timeout=timeout,
+                metadata=metadata,
+            )
+            # a new card (and id): the prebuilt one may be registered as it is elsewhere
+            given = (
+                card.model_copy(update={**overrides, "id": uuid.uuid4().hex}) if overrides else card
+            )
+            made = LocalFunction(given, fn, callbacks=callbacks, schema=fs)
             made._static = static
             return made
         the_card = ToolCard(
@@ -124,6 +144,37 @@ def tool(
     if func is not None:
         return build(func)
     return build
+
+
+def _card_overrides(
+    card: ToolCard,
+    *,
+    name: str | None,
+    description: str | None,
+    input_params: Mapping[str, Any] | type | None,
+    return_behavior: ReturnBehavior,
+    strict: bool | None,
+    parallel_safe: bool,
+    stateless: bool,
+    idempotent: bool,
+    timeout: float | None,
+    metadata: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """The fields that `@tool`'s explicit options change on a prebuilt card (openJiuwen:
+    a card that disagrees with the options is rebuilt with them)."""
+    given: dict[str, Any] = {
+        "name": name,
+        "description": description,
+        "input_params": input_params,
+        "return_behavior": None if return_behavior is ReturnBehavior.TO_LLM else return_behavior,
+        "strict": strict,
+        "parallel_safe": None if parallel_safe else False,
+        "stateless": True if stateless else None,
+        "idempotent": True if idempotent else None,
+        "timeout": timeout,
+        "metadata": {**card.metadata, **metadata} if metadata else None,
+    }
+    return {k: v for k, v in given.items() if v is not None and v != getattr(card, k)}
 
 
 def tools_from(obj: Any) -> list[LocalFunction]:
