@@ -538,3 +538,25 @@ def test_tools_from_class_needing_arguments() -> None:
 
     with pytest.raises(ToolCardError, match="needs an instance"):
         tools_from(NeedsArg)
+
+
+def test_description_given_as_lines_is_joined() -> None:
+    """LangChain4j's `@Tool({"line 1", "line 2"})`: the lines joined with newlines."""
+
+    @tool(description=["Weather for a city.", "Use it for forecasts."])
+    def weather(city: str) -> str:
+        return city
+
+    assert weather.card.description == "Weather for a city.\nUse it for forecasts."
+
+
+def test_results_are_keyword_only_with_success_and_failure_factories() -> None:
+    from toolweave import ToolExecutionResult
+
+    with pytest.raises(TypeError):
+        ToolExecutionResult(False, {"a": 1}, "text")  # type: ignore[misc]
+    ok = ToolExecutionResult.success("done", result={"a": 1})
+    assert (ok.text, ok.result, ok.is_error) == ("done", {"a": 1}, False)
+    boom = ValueError("boom")
+    failed = ToolExecutionResult.failure("it failed", boom)
+    assert failed.is_error and failed.error is boom and failed.text == "it failed"

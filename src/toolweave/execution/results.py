@@ -12,9 +12,9 @@ from .requests import ToolExecutionRequest
 __all__ = ["ToolExecution", "ToolExecutionResult"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolExecutionResult:
-    """The outcome of one call.
+    """The outcome of one call (keyword arguments only).
 
     `result` is the raw return value (kept for the caller, never sent to the model);
     `text` is what the model receives; `contents` carries multimodal parts when the tool
@@ -28,6 +28,16 @@ class ToolExecutionResult:
     attributes: dict[str, Any] = field(default_factory=dict)
     error: BaseException | None = None
     """The exception behind an error result, when there was one."""
+
+    @classmethod
+    def success(cls, text: str, result: Any = None) -> ToolExecutionResult:
+        """A successful result: `text` for the model, `result` the raw value."""
+        return cls(text=text, result=result)
+
+    @classmethod
+    def failure(cls, text: str, error: BaseException | None = None) -> ToolExecutionResult:
+        """An error result with `text` for the model (the same as `error_result`)."""
+        return cls(text=text, is_error=True, error=error)
 
     @classmethod
     def error_result(cls, text: str, error: BaseException | None = None) -> ToolExecutionResult:

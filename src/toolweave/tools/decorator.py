@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, overload
 
 from ..callbacks.framework import CallbackFramework
@@ -24,7 +24,7 @@ def tool(
     /,
     *,
     name: str | None = None,
-    description: str | None = None,
+    description: str | Sequence[str] | None = None,
     return_behavior: ReturnBehavior | str = ReturnBehavior.TO_LLM,
     strict: bool | None = None,
     parallel_safe: bool = True,
@@ -45,7 +45,7 @@ def tool(
     /,
     *,
     name: str | None = None,
-    description: str | None = None,
+    description: str | Sequence[str] | None = None,
     return_behavior: ReturnBehavior | str = ReturnBehavior.TO_LLM,
     strict: bool | None = None,
     parallel_safe: bool = True,
@@ -65,7 +65,7 @@ def tool(
     /,
     *,
     name: str | None = None,
-    description: str | None = None,
+    description: str | Sequence[str] | None = None,
     return_behavior: ReturnBehavior | str = ReturnBehavior.TO_LLM,
     strict: bool | None = None,
     parallel_safe: bool = True,
@@ -80,8 +80,8 @@ def tool(
 ) -> LocalFunction | Callable[[Callable[..., Any]], LocalFunction]:
     """Turn a function into a `LocalFunction` tool; bare (`@tool`), with options, or called.
 
-    The name defaults to the function's name and the description to its docstring summary.
-    `card` uses a prebuilt card; options given alongside it (a name, a description,
+    The name defaults to the function's name and the description to its docstring summary
+    (a list of lines is joined with newlines, as LangChain4j's `@Tool({...})`). `card` uses a prebuilt card; options given alongside it (a name, a description,
     `input_params`, or a flag with a non-default value) override the card's values in a copy,
     with `metadata` merged into the card's. `input_params` replaces the generated schema (the
     function is then validated against that schema instead of its signature). With
@@ -103,12 +103,17 @@ def tool(
             raise ToolCardError(f"@tool needs a callable, got {type(fn).__name__}")
         tool_name = name or getattr(fn, "__name__", None) or type(fn).__name__
         check_tool_name(tool_name)
-        fs = function_schema(fn, name=tool_name, description=description, auto_extract=auto_extract)
+        text = (
+            description
+            if description is None or isinstance(description, str)
+            else "\n".join(description)
+        )
+        fs = function_schema(fn, name=tool_name, description=text, auto_extract=auto_extract)
         if card is not None:
             overrides = _card_overrides(
                 card,
                 name=name,
-                description=description,
+                description=text,
                 input_params=input_params,
                 return_behavior=ReturnBehavior(return_behavior),
                 strict=strict,
