@@ -49,6 +49,39 @@ def test_tool_context_default_when_invoked_directly() -> None:
     assert who.invoke({}) == "who:None"
 
 
+def test_direct_invoke_keywords_reach_the_tool_context() -> None:
+    @tool
+    def who(ctx: ToolContext) -> str:
+        return f"{ctx.context}:{ctx.memory_id}:{ctx.extra}"
+
+    assert who.invoke({}, context="C", memory_id="M", session="S") == "C:M:{'session': 'S'}"
+
+
+def test_hand_written_card_function_gets_its_tool_context() -> None:
+    """`LocalFunction(card, fn)` without a generated schema: a `ToolContext` parameter is
+    filled like a declared tool's (it is not in the card's schema)."""
+    from toolweave import AiMessage, ScriptedChatModel, ToolCard, ToolService
+    from toolweave.tools import LocalFunction
+
+    def lookup(key: str, ctx: ToolContext) -> str:
+        return f"{key}:{ctx.request_id}:{ctx.memory_id}:{ctx.context}"
+
+    card = ToolCard(
+        name="lookup",
+        input_params={
+            "type": "object",
+            "properties": {"key": {"type": "string"}},
+            "required": ["key"],
+        },
+    )
+    fn = LocalFunction(card, lookup)
+    assert fn.invoke({"key": "k"}, context="C", memory_id="M") == "k:None:M:C"
+    call = ToolExecutionRequest(id="c1", name="lookup", arguments='{"key": "k"}')
+    model = ScriptedChatModel([AiMessage(tool_execution_requests=[call]), AiMessage("ok")])
+    result = ToolService().tools(fn).chat(model, None, "go", memory_id="mem", context="ctx")
+    assert result.tool_executions[0].result.text == "k:c1:mem:ctx"
+
+
 def test_injected_from_user_context_object() -> None:
     @tool
     def f(db: Annotated[str, Injected()], ctx: ToolContext) -> str:

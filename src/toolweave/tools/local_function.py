@@ -7,6 +7,7 @@ import contextvars
 import functools
 import inspect
 import types
+import typing
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
@@ -118,16 +119,17 @@ class LocalFunction(Tool):
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         fs = self._schema
         if fs is None:
-            return (), inputs
+            names = self._context_params()
+            if not names:
+                return (), inputs
+            call = dict(inputs)
+            for name in names:
+                call[name] = self._tool_context(kwargs)
+            return (), call
         call = dict(inputs) if (fs.injected or fs.var_positional or fs.positional) else inputs
         for param in fs.injected:
             if param.kind == "context":
-                ctx = kwargs.get("tool_context")
-                call[param.name] = (
-                    ctx
-                    if ctx is not None
-                    else ToolContext(tool_name=self._card.name, callbacks=self.callbacks)
-                )
+                call[param.name] = self._tool_context(kwargs)
                 continue
             value = _lookup_injected(param.key, kwargs)
             if value is _MISSING:
@@ -146,6 +148,34 @@ class LocalFunction(Tool):
             extra = call.pop(fs.var_positional, None) or []
             args.extend(extra)
         return tuple(args), call
+
+    def _tool_context(self, kwargs: dict[str, Any]) -> ToolContext:
+        """The call's `ToolContext`: the one `ToolService` passed, else one built from the
+        keywords given to `invoke` (`context=`, `memory_id=`, the rest in `extra`)."""
+        ctx = kwargs.get("tool_context")
+        if ctx is not None:
+            return ctx  # type: ignore[no-any-return]
+        extra = {k: v for k, v in kwargs.items() if k not in _CONTEXT_KEYS}
+        return ToolContext(
+            tool_name=self._card.name,
+            memory_id=kwargs.get("memory_id"),
+            context=kwargs.get("context"),
+            callbacks=self.callbacks,
+            extra=extra,
+        )
+
+    def _context_params(self) -> tuple[str, ...]:
+        """Parameters annotated `ToolContext` of a function under a hand-written card (found
+        once, from the signature): they get the call's context, like a declared tool's."""
+        names = self.__dict__.get("_context_names")
+        if names is None:
+            try:
+                hints = typing.get_type_hints(self.func)
+            except Exception:  # unresolvable annotations: nothing to inject
+                hints = {}
+            names = tuple(n for n, h in hints.items() if n != "return" and h is ToolContext)
+            self.__dict__["_context_names"] = names
+        return names  # type: ignore[no-any-return]
 
     # execution ------------------------------------------------------------------------------
     def _generator_error(self) -> ToolNotSupportedError:
@@ -238,6 +268,9 @@ class _Missing:
 
 
 _MISSING: Any = _Missing()
+
+
+_CONTEXT_KEYS = frozenset({"tool_context", "context", "memory_id", "injected"})
 
 
 def _lookup_injected(key: str, kwargs: dict[str, Any]) -> Any:
