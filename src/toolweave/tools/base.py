@@ -14,6 +14,12 @@ Event order for invoke: input transform → `tool_invoke_input` → `tool_call_s
 `tool_parse_started` → `tool_parse_finished` → `tool_call_finished` | `tool_call_error` →
 output transform → `tool_invoke_output`. For streams, per chunk: `tool_result_received` →
 output transform → `tool_stream_output`.
+
+Timeouts (the card's `timeout`, or per call `timeout=` / `operation_timeout=`): `invoke` and
+`ainvoke` cancel the call; a stream gets the timeout as a total budget for the time spent
+inside the tool (see `Tool.stream` / `Tool.astream`), past which its source is closed and
+`ToolTimeoutError` (182013) is raised from the stream. Either way `tool_call_error` fires
+with that error, as for any other failure.
 """
 
 from __future__ import annotations
@@ -23,8 +29,20 @@ import concurrent.futures
 import contextlib
 import contextvars
 import copy
-from collections.abc import AsyncIterator, Iterator, Mapping
-from typing import Any
+import inspect
+import threading
+import time
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+)
+from typing import Any, TypeVar
 
 from .._utils.sync import iterate_sync, run_sync
 from .._utils.threads import to_thread
@@ -41,6 +59,7 @@ __all__ = ["Tool", "pop_timeout"]
 _PREP_OPTIONS = ("skip_none_value", "skip_inputs_validate")
 _TIMEOUT_KEYS = ("timeout", "operation_timeout", "operationTimeout")
 _DONE = object()
+T = TypeVar("T")
 
 
 def pop_timeout(kwargs: dict[str, Any], default: float | None) -> float | None:
@@ -59,6 +78,86 @@ def _drop_none(value: Any) -> Any:
     if isinstance(value, list):
         return [_drop_none(v) for v in value if v is not None]
     return value
+
+
+class _Budget:
+    """The time a stream's implementation may still spend producing it.
+
+    Only time spent waiting inside the tool counts (starting it, and each pull of the next
+    chunk); the consumer's time between chunks and the callbacks' time do not.
+    """
+
+    __slots__ = ("spent", "timeout")
+
+    def __init__(self, timeout: float | None) -> None:
+        self.timeout = timeout
+        self.spent = 0.0
+
+    def remaining(self) -> float | None:
+        return None if self.timeout is None else self.timeout - self.spent
+
+    def exhausted(self) -> bool:
+        return self.timeout is not None and self.spent >= self.timeout
+
+
+class _ThreadedSource:
+    """A sync stream pulled one chunk at a time in worker threads (`step` runs there).
+
+    A pull that has started cannot be pre-empted: `close` while a `step` is running only marks
+    the source, and that step closes the iterator when its `next()` returns.
+    """
+
+    def __init__(self, open_source: Callable[[], Iterable[Any] | None]) -> None:
+        self._open = open_source
+        self._iterator: Iterator[Any] | None = None
+        self._lock = threading.Lock()
+        self._busy = False
+        self._closing = False
+
+    @property
+    def busy(self) -> bool:
+        return self._busy
+
+    def step(self) -> Any:
+        with self._lock:
+            if self._closing:
+                return _DONE
+            self._busy = True
+        try:
+            if self._iterator is None:
+                source = self._open()
+                self._iterator = iter(source) if source is not None else iter(())
+            return next(self._iterator, _DONE)
+        finally:
+            with self._lock:
+                self._busy = False
+                close_now = self._closing
+            if close_now:
+                self._close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closing = True
+            if self._busy:
+                return
+        self._close()
+
+    def _close(self) -> None:
+        with self._lock:
+            iterator, self._iterator = self._iterator, None
+        _close_sync(iterator)
+
+
+def _close_sync(iterator: Any) -> None:
+    close = getattr(iterator, "close", None)
+    if close is not None:
+        close()
+
+
+async def _aclose(iterator: Any) -> None:
+    close = getattr(iterator, "aclose", None)
+    if close is not None:
+        await close()
 
 
 class Tool:
@@ -336,19 +435,66 @@ class Tool:
 
     # stream ---------------------------------------------------------------------------------
     def stream(self, inputs: Mapping[str, Any] | str | None = None, **kwargs: Any) -> Iterator[Any]:
-        """Run the tool as a stream and iterate its chunks synchronously."""
+        """Run the tool as a stream and iterate its chunks synchronously.
+
+        Options as for `invoke`. `timeout` is a total budget, in seconds, for the time spent
+        inside the tool: starting the stream and every wait for its next chunk add up, from the
+        first iteration on; the caller's own time between chunks, and callbacks, do not count.
+        A sync implementation (`_stream`, a generator) runs in the caller's thread and a
+        running `next()` cannot be pre-empted: the budget is checked each time `next()`
+        returns, and once it is used up the late chunk (or late end of stream) is dropped, the
+        generator is closed (its `finally` blocks run) and `ToolTimeoutError` is raised; a
+        single slow step can thus overrun by up to its own length. A tool with only an async
+        implementation (and an async-generator `LocalFunction`) is driven through the async
+        path, where the wait is cancelled at the deadline as in `astream`. An implementation
+        that returns `None` is an empty stream.
+        """
         if not self.supports_stream():
             raise self._not_supported("stream")
         return self._stream_observed(inputs, kwargs)
 
-    def _sync_chunks(self, args: dict[str, Any], kwargs: dict[str, Any]) -> Iterator[Any]:
-        if self._implements("_stream"):
-            yield from self._stream(args, **kwargs)
+    def _budget_error(self, budget: _Budget) -> ToolTimeoutError:
+        return self._timeout_error(budget.timeout or 0.0)
+
+    def _sync_chunks(
+        self, args: dict[str, Any], kwargs: dict[str, Any], timeout: float | None
+    ) -> Generator[Any, None, None]:
+        if not self._implements("_stream"):
+            yield from iterate_sync(self._async_chunks(args, kwargs, timeout))
             return
-        yield from iterate_sync(self._astream(args, **kwargs))
+        budget = _Budget(timeout)
+        iterator: Iterator[Any] | None = None
+        finished = False  # the source ended or raised: nothing left to close
+        try:
+            started = time.monotonic()
+            try:
+                source = self._stream(args, **kwargs)
+                iterator = iter(source) if source is not None else iter(())
+            finally:
+                budget.spent += time.monotonic() - started
+            while True:
+                if budget.exhausted():
+                    raise self._budget_error(budget)
+                started = time.monotonic()
+                try:
+                    chunk = next(iterator, _DONE)
+                except BaseException:
+                    finished = True
+                    raise
+                finally:
+                    budget.spent += time.monotonic() - started
+                finished = chunk is _DONE
+                if budget.exhausted():
+                    raise self._budget_error(budget)
+                if finished:
+                    return
+                yield chunk
+        finally:
+            if not finished:
+                _close_sync(iterator)
 
     def _stream_observed(self, inputs: Any, kwargs: dict[str, Any]) -> Iterator[Any]:
-        prep, _ = self._split(kwargs)
+        prep, timeout = self._split(kwargs)
         cb = self.callbacks
         ids = self._ids(kwargs)
         observed = cb.count > 0
@@ -366,18 +512,19 @@ class Tool:
             args = self.prepare_inputs(inputs, **prep)
             if observed:
                 cb.trigger_sync(E.TOOL_PARSE_FINISHED, **ids, formatted_inputs=args)
-            for chunk in self._sync_chunks(args, kwargs):
-                if observed:
-                    cb.trigger_sync(E.TOOL_RESULT_RECEIVED, **ids, inputs=args, result=chunk)
-                    chunk = cb.transform_sync(E.TOOL_STREAM_OUTPUT, chunk, result=chunk, **ids)
-                    cb.trigger_sync(
-                        E.TOOL_STREAM_OUTPUT,
-                        **kwargs,
-                        result=chunk,
-                        tool_info=self.tool_info(),
-                        **ids,
-                    )
-                yield chunk
+            with contextlib.closing(self._sync_chunks(args, kwargs, timeout)) as chunks:
+                for chunk in chunks:
+                    if observed:
+                        cb.trigger_sync(E.TOOL_RESULT_RECEIVED, **ids, inputs=args, result=chunk)
+                        chunk = cb.transform_sync(E.TOOL_STREAM_OUTPUT, chunk, result=chunk, **ids)
+                        cb.trigger_sync(
+                            E.TOOL_STREAM_OUTPUT,
+                            **kwargs,
+                            result=chunk,
+                            tool_info=self.tool_info(),
+                            **ids,
+                        )
+                    yield chunk
         except Exception as e:
             if observed:
                 cb.trigger_sync(E.TOOL_CALL_ERROR, **ids, error=e)
@@ -388,29 +535,105 @@ class Tool:
     def astream(
         self, inputs: Mapping[str, Any] | str | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
-        """Run the tool as a stream and iterate its chunks asynchronously."""
+        """Run the tool as a stream and iterate its chunks asynchronously.
+
+        Options as for `invoke`. `timeout` is a total budget, in seconds, for the time spent
+        waiting on the tool: starting the stream and every wait for its next chunk add up, from
+        the first iteration on; the consumer's time between chunks, and callbacks, do not
+        count. Each wait is cancelled when the budget runs out: the source is then closed
+        (`aclose`; an async generator gets `CancelledError` at its pending `await`, so its
+        `finally` blocks run) and `ToolTimeoutError` is raised from the stream. A tool with only
+        a sync implementation is pulled in worker threads: the wait is abandoned at the
+        deadline just the same, but a running `next()` cannot be stopped, so its generator is
+        closed as soon as that `next()` returns. An implementation that returns `None` (or an
+        `async def` one that returns `None` instead of yielding) is an empty stream.
+        """
         if not self.supports_stream():
             raise self._not_supported("stream")
         return self._astream_observed(inputs, kwargs)
 
+    async def _within(self, budget: _Budget, awaitable: Awaitable[T]) -> T:
+        """Await a step of the tool within what is left of the budget; the time it takes is
+        charged to the budget."""
+        remaining = budget.remaining()
+        started = time.monotonic()
+        expired = False
+        try:
+            if remaining is None:
+                return await awaitable
+            deadline = asyncio.timeout(remaining)
+            try:
+                async with deadline:
+                    result = await awaitable
+            except TimeoutError:
+                if not deadline.expired():
+                    raise  # the tool's own TimeoutError
+                expired = True
+        finally:
+            budget.spent += time.monotonic() - started
+        # Raised outside the `except`, so the error does not chain to the cancellation and keep
+        # the cancelled frames alive: whatever they held (a sync generator a worker thread is
+        # still running, say) is released, and so closed, as soon as that pending step returns.
+        # A result that came back late (the tool swallowed the cancellation) is dropped too.
+        if expired or budget.exhausted():
+            raise self._budget_error(budget)
+        return result
+
+    async def _open_async(self, args: dict[str, Any], kwargs: dict[str, Any]) -> Any:
+        source: Any = self._astream(args, **kwargs)
+        if inspect.isawaitable(source):  # an `async def` that returns instead of yielding
+            source = await source
+        if source is not None and not hasattr(source, "__anext__"):
+            source = aiter(source)
+        return source
+
     async def _async_chunks(
-        self, args: dict[str, Any], kwargs: dict[str, Any]
-    ) -> AsyncIterator[Any]:
-        if self._implements("_astream"):
-            async with contextlib.aclosing(self._astream(args, **kwargs)) as source:  # type: ignore[type-var]
-                async for chunk in source:
+        self, args: dict[str, Any], kwargs: dict[str, Any], timeout: float | None
+    ) -> AsyncGenerator[Any, None]:
+        budget = _Budget(timeout)
+        if not self._implements("_astream"):
+            async with contextlib.aclosing(self._threaded_chunks(args, kwargs, budget)) as items:
+                async for chunk in items:
                     yield chunk
             return
-        ctx = contextvars.copy_context()
-        iterator = await to_thread(ctx.run, lambda: iter(self._stream(args, **kwargs)))
-        while True:
-            chunk = await to_thread(ctx.run, next, iterator, _DONE)  # type: ignore[arg-type]
-            if chunk is _DONE:
-                return
-            yield chunk
+        source = await self._within(budget, self._open_async(args, kwargs))
+        if source is None:
+            return
+        try:
+            while True:
+                if budget.exhausted():
+                    raise self._budget_error(budget)
+                chunk = await self._within(budget, anext(source, _DONE))
+                if chunk is _DONE:
+                    return
+                yield chunk
+        finally:
+            await _aclose(source)
+
+    async def _threaded_chunks(
+        self, args: dict[str, Any], kwargs: dict[str, Any], budget: _Budget
+    ) -> AsyncGenerator[Any, None]:
+        ctx = contextvars.copy_context()  # one copy for all steps: the generator's own values
+        source = _ThreadedSource(lambda: self._stream(args, **kwargs))
+        ended = False
+        try:
+            while True:
+                if budget.exhausted():
+                    raise self._budget_error(budget)
+                chunk = await self._within(budget, to_thread(ctx.run, source.step))
+                if chunk is _DONE:
+                    ended = True
+                    return
+                yield chunk
+        finally:
+            if not ended:
+                if source.busy:
+                    source.close()  # only marks it: the running step closes it when it returns
+                else:
+                    await to_thread(source.close)
 
     async def _astream_observed(self, inputs: Any, kwargs: dict[str, Any]) -> AsyncIterator[Any]:
-        prep, _ = self._split(kwargs)
+        prep, timeout = self._split(kwargs)
         cb = self.callbacks
         ids = self._ids(kwargs)
         observed = cb.count > 0
@@ -428,7 +651,7 @@ class Tool:
             args = self.prepare_inputs(inputs, **prep)
             if observed:
                 await cb.trigger(E.TOOL_PARSE_FINISHED, **ids, formatted_inputs=args)
-            async with contextlib.aclosing(self._async_chunks(args, kwargs)) as chunks:  # type: ignore[type-var]
+            async with contextlib.aclosing(self._async_chunks(args, kwargs, timeout)) as chunks:
                 async for chunk in chunks:
                     if observed:
                         await cb.trigger(E.TOOL_RESULT_RECEIVED, **ids, inputs=args, result=chunk)
