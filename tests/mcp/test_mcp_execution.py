@@ -125,7 +125,7 @@ def test_import_without_sdk_gives_clear_error() -> None:
 
 
 def test_config_validation() -> None:
-    from pydantic import ValidationError
+    from toolweave import ToolCardError
 
     cfg = McpServerConfig(server_name="s", params={"url": "http://127.0.0.1:1/mcp"})
     assert cfg.client_type == "streamable-http" and cfg.server_id == "s"
@@ -145,11 +145,11 @@ def test_config_validation() -> None:
     assert cfg.url == "http://h/sse?x=1&k=v"
     assert cfg.headers == {"A": "1", "Authorization": "Bearer t"}
     assert "Bearer" not in cfg.describe()
-    with pytest.raises(ValidationError):
+    with pytest.raises(ToolCardError):
         McpServerConfig(server_name="s", client_type="stdio")
-    with pytest.raises(ValidationError):
+    with pytest.raises(ToolCardError):
         McpServerConfig(server_name="s", client_type="sse", params={})
-    with pytest.raises(ValidationError):
+    with pytest.raises(ToolCardError):
         McpServerConfig(server_name="s", client_type="websocket", params={"url": "ws://x"})  # type: ignore[arg-type]
 
 

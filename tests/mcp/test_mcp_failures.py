@@ -210,3 +210,17 @@ def test_mcp_tool_with_the_client_first_says_the_order() -> None:
     card = McpToolCard(name="echo", server_name="s")
     with pytest.raises(TypeError, match=r"McpTool\(card, client\)"):
         McpTool(object(), card)  # type: ignore[arg-type]
+
+
+def test_invalid_server_config_is_a_typed_error() -> None:
+    import pytest
+
+    from toolweave import ErrorCode, ToolCardError
+    from toolweave.mcp import McpServerConfig
+
+    with pytest.raises(ToolCardError) as info:
+        McpServerConfig(server_name="fs")
+    assert info.value.code == ErrorCode.TOOL_CARD_INVALID
+    assert info.value.message == "McpServerConfig: a stdio MCP server needs params['command']"
+    with pytest.raises(ToolCardError, match="client_type"):
+        McpServerConfig(server_name="fs", client_type="websocket", params={"url": "ws://x"})

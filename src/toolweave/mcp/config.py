@@ -7,9 +7,17 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from ..errors import ErrorCode, McpError
+from ..tools.card import _card_error
 
 __all__ = [
     "McpClientType",
@@ -122,6 +130,12 @@ class McpServerConfig(BaseModel):
         if v is not None and v <= 0:
             return None
         return v
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as e:  # a typed error with a code, like a card's
+            raise _card_error(type(self).__name__, e) from None
 
     @model_validator(mode="after")
     def _check(self) -> McpServerConfig:

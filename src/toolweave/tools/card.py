@@ -73,8 +73,9 @@ def _card_error(cls_name: str, error: ValidationError) -> ToolCardError:
         if isinstance(cause, ToolCardError):
             problems.append(cause.message)
         else:
-            loc = ".".join(str(p) for p in err["loc"]) or "(card)"
-            problems.append(f"{loc}: {err['msg']}")
+            message = str(err["msg"]).removeprefix("Value error, ")
+            loc = ".".join(str(p) for p in err["loc"])
+            problems.append(f"{loc}: {message}" if loc else f"{cls_name}: {message}")
     if len(problems) == 1:
         return ToolCardError(problems[0])
     return ToolCardError(f"invalid {cls_name}: " + "; ".join(problems))
