@@ -33,6 +33,20 @@ def _in_running_loop() -> bool:
     return True
 
 
+async def _boxed(coro: Coroutine[Any, Any, T], box: list[T]) -> None:
+    box.append(await coro)
+
+
+def _run(runner: asyncio.Runner, coro: Coroutine[Any, Any, T], context: contextvars.Context) -> T:
+    """`runner.run(coro)`, with the result kept out of the runner's task. On the main thread,
+    `Runner.run` checks its SIGINT handler afterwards through `signal.getsignal`, which builds
+    (and discards) an error message holding the repr of that handler, hence of the task and
+    its result: the repr of a whole conversation, on every call."""
+    box: list[T] = []
+    runner.run(_boxed(coro, box), context=context)
+    return box[0]
+
+
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run `coro` to completion from synchronous code and return its result.
 
@@ -42,7 +56,7 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """
     if not _in_running_loop():
         # a fresh copy each time: the runner's own context is a stale snapshot
-        return _runner().run(coro, context=contextvars.copy_context())
+        return _run(_runner(), coro, contextvars.copy_context())
     ctx = contextvars.copy_context()
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="toolweave-sync") as pool:
         return pool.submit(ctx.run, asyncio.run, coro).result()
@@ -84,7 +98,7 @@ def iterate_sync(aiter: AsyncIterator[T]) -> Iterator[T]:
         step_ctx = contextvars.copy_context()  # one copy for all steps: the caller's values
 
         def run(coro: Coroutine[Any, Any, Any]) -> Any:
-            return runner.run(coro, context=step_ctx)
+            return _run(runner, coro, step_ctx)
 
     try:
         while True:
