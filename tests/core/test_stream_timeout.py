@@ -18,7 +18,7 @@ from core_support import Recorder
 
 from toolweave import ErrorCode, ToolCard, ToolTimeoutError, tool
 from toolweave.callbacks import CallbackFramework
-from toolweave.tools import Tool
+from toolweave.tools import LocalFunction, Tool
 
 ITEMS = 5
 STEP = 0.5  # seconds per item: the whole stream would take 2.5 s
@@ -34,18 +34,49 @@ def _wait_for(flag: threading.Event, seconds: float = 10.0) -> bool:
     return flag.wait(seconds)
 
 
-# sync generator --------------------------------------------------------------------------------
-def test_sync_generator_card_timeout_stream() -> None:
-    closed = threading.Event()
+_Flag = threading.Event | asyncio.Event
 
-    @tool(timeout=TIMEOUT)
+
+def _slow_gen(closed: _Flag | None = None, **tool_options: Any) -> LocalFunction:
+    """`slow_gen`: ITEMS items, STEP s each (a sync generator); sets `closed` when finalized."""
+
     def slow_gen() -> Iterator[int]:
         try:
             for i in range(ITEMS):
                 time.sleep(STEP)
                 yield i
         finally:
-            closed.set()
+            if closed is not None:
+                closed.set()
+
+    return tool(**tool_options)(slow_gen)
+
+
+def _slow_agen(
+    closed: _Flag | None = None, cancelled: _Flag | None = None, **tool_options: Any
+) -> LocalFunction:
+    """`slow_agen`: the async twin of `_slow_gen`; sets `cancelled` when pre-empted at its await."""
+
+    async def slow_agen() -> AsyncIterator[int]:
+        try:
+            for i in range(ITEMS):
+                await asyncio.sleep(STEP)
+                yield i
+        except asyncio.CancelledError:
+            if cancelled is not None:
+                cancelled.set()
+            raise
+        finally:
+            if closed is not None:
+                closed.set()
+
+    return tool(**tool_options)(slow_agen)
+
+
+# sync generator --------------------------------------------------------------------------------
+def test_sync_generator_card_timeout_stream() -> None:
+    closed = threading.Event()
+    slow_gen = _slow_gen(closed, timeout=TIMEOUT)
 
     got: list[int] = []
     start = time.monotonic()
@@ -62,15 +93,7 @@ def test_sync_generator_card_timeout_stream() -> None:
 
 def test_sync_generator_per_call_timeout_stream() -> None:
     closed = threading.Event()
-
-    @tool
-    def slow_gen() -> Iterator[int]:
-        try:
-            for i in range(ITEMS):
-                time.sleep(STEP)
-                yield i
-        finally:
-            closed.set()
+    slow_gen = _slow_gen(closed)
 
     start = time.monotonic()
     with pytest.raises(ToolTimeoutError) as e:
@@ -86,15 +109,7 @@ def test_sync_generator_per_call_timeout_stream() -> None:
 
 async def test_sync_generator_astream_timeout() -> None:
     closed = threading.Event()
-
-    @tool(timeout=TIMEOUT)
-    def slow_gen() -> Iterator[int]:
-        try:
-            for i in range(ITEMS):
-                time.sleep(STEP)
-                yield i
-        finally:
-            closed.set()
+    slow_gen = _slow_gen(closed, timeout=TIMEOUT)
 
     start = time.monotonic()
     with pytest.raises(ToolTimeoutError) as e:
@@ -110,18 +125,7 @@ async def test_sync_generator_astream_timeout() -> None:
 async def test_async_generator_per_call_timeout_astream() -> None:
     cancelled = asyncio.Event()
     closed = asyncio.Event()
-
-    @tool
-    async def slow_agen() -> AsyncIterator[int]:
-        try:
-            for i in range(ITEMS):
-                await asyncio.sleep(STEP)
-                yield i
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-        finally:
-            closed.set()
+    slow_agen = _slow_agen(closed, cancelled)
 
     got: list[int] = []
     start = time.monotonic()
@@ -137,15 +141,7 @@ async def test_async_generator_per_call_timeout_astream() -> None:
 
 async def test_async_generator_card_timeout_astream() -> None:
     closed = asyncio.Event()
-
-    @tool(timeout=TIMEOUT)
-    async def slow_agen() -> AsyncIterator[int]:
-        try:
-            for i in range(ITEMS):
-                await asyncio.sleep(STEP)
-                yield i
-        finally:
-            closed.set()
+    slow_agen = _slow_agen(closed, timeout=TIMEOUT)
 
     start = time.monotonic()
     with pytest.raises(ToolTimeoutError):
@@ -157,15 +153,7 @@ async def test_async_generator_card_timeout_astream() -> None:
 
 def test_async_generator_sync_stream_runs_the_async_path_with_the_deadline() -> None:
     closed = threading.Event()
-
-    @tool(timeout=TIMEOUT)
-    async def slow_agen() -> AsyncIterator[int]:
-        try:
-            for i in range(ITEMS):
-                await asyncio.sleep(STEP)
-                yield i
-        finally:
-            closed.set()
+    slow_agen = _slow_agen(closed, timeout=TIMEOUT)
 
     start = time.monotonic()
     with pytest.raises(ToolTimeoutError) as e:
@@ -177,15 +165,7 @@ def test_async_generator_sync_stream_runs_the_async_path_with_the_deadline() -> 
 
 async def test_async_generator_sync_stream_from_a_running_loop() -> None:
     closed = threading.Event()
-
-    @tool
-    async def slow_agen() -> AsyncIterator[int]:
-        try:
-            for i in range(ITEMS):
-                await asyncio.sleep(STEP)
-                yield i
-        finally:
-            closed.set()
+    slow_agen = _slow_agen(closed)
 
     def consume() -> None:
         list(slow_agen.stream({}, timeout=TIMEOUT))
@@ -370,11 +350,7 @@ async def test_consumer_time_does_not_count_async() -> None:
 
 # callbacks -------------------------------------------------------------------------------------
 def test_timeout_fires_tool_call_error(fw: CallbackFramework, recorder: Recorder) -> None:
-    @tool(timeout=TIMEOUT, callbacks=fw)
-    def slow_gen() -> Iterator[int]:
-        for i in range(ITEMS):
-            time.sleep(STEP)
-            yield i
+    slow_gen = _slow_gen(timeout=TIMEOUT, callbacks=fw)
 
     with pytest.raises(ToolTimeoutError) as e:
         list(slow_gen.stream({}))
@@ -386,11 +362,7 @@ def test_timeout_fires_tool_call_error(fw: CallbackFramework, recorder: Recorder
 async def test_timeout_fires_tool_call_error_async(
     fw: CallbackFramework, recorder: Recorder
 ) -> None:
-    @tool(callbacks=fw)
-    async def slow_agen() -> AsyncIterator[int]:
-        for i in range(ITEMS):
-            await asyncio.sleep(STEP)
-            yield i
+    slow_agen = _slow_agen(callbacks=fw)
 
     with pytest.raises(ToolTimeoutError) as e:
         async for _ in slow_agen.astream({}, timeout=TIMEOUT):
