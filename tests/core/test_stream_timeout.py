@@ -440,3 +440,27 @@ def test_none_stream_fires_call_finished(fw: CallbackFramework, recorder: Record
     assert list(t.stream({})) == []
     assert recorder.names[-1] == "tool_call_finished"
     assert "tool_call_error" not in recorder.names
+
+
+def test_a_tools_own_timeout_error_is_not_reported_as_the_deadline() -> None:
+    """A tool that raises TimeoutError itself (its own HTTP call timed out, say) fails with
+    that error, not with "did not finish within N s"."""
+    from toolweave import DefaultToolExecutor, ToolExecutionRequest
+
+    @tool(timeout=30)
+    def upstream() -> str:
+        raise TimeoutError("upstream API timed out")
+
+    @tool(timeout=30)
+    async def aupstream() -> str:
+        raise TimeoutError("upstream API timed out")
+
+    for t in (upstream, aupstream):
+        for result in (
+            DefaultToolExecutor(t).execute_with_result(ToolExecutionRequest(name=t.name)),
+            asyncio.run(
+                DefaultToolExecutor(t).aexecute_with_result(ToolExecutionRequest(name=t.name))
+            ),
+        ):
+            assert result.is_error and result.text == "upstream API timed out"
+            assert not isinstance(result.error, ToolTimeoutError)

@@ -305,6 +305,8 @@ class Tool:
                 try:
                     return future.result(timeout)
                 except concurrent.futures.TimeoutError:
+                    if future.done():
+                        raise  # the tool's own TimeoutError, not our deadline
                     future.cancel()
                     raise self._timeout_error(timeout) from None
             finally:
@@ -324,10 +326,13 @@ class Tool:
             raise self._not_supported("invoke")
         if timeout is None:
             return await call
+        deadline = asyncio.timeout(timeout)
         try:
-            async with asyncio.timeout(timeout):
+            async with deadline:
                 return await call
         except TimeoutError:
+            if not deadline.expired():
+                raise  # the tool's own TimeoutError, not our deadline
             raise self._timeout_error(timeout) from None
 
     def _ids(self, kwargs: dict[str, Any]) -> dict[str, Any]:
