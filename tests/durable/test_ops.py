@@ -9,7 +9,7 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from toolweave.durable.cli import runs_app
+from toolweave.cli.runs import runs_app
 
 from .conftest import Workers
 from .test_kill import assert_valid_history

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-import importlib
+import importlib.util
 import json
 import os
 import sys
@@ -44,10 +44,10 @@ app = typer.Typer(
 mcp_app = typer.Typer(help="Expose tools as an MCP server.", no_args_is_help=True)
 app.add_typer(mcp_app, name="mcp")
 
-try:  # durable conversations, when that part of toolweave is present
-    app.add_typer(importlib.import_module("toolweave.durable.cli").runs_app, name="runs")
-except Exception:  # pragma: no cover - optional
-    pass
+if importlib.util.find_spec("dbos") is not None:  # durable conversations (extra `durable`)
+    from .runs import runs_app
+
+    app.add_typer(runs_app, name="runs")
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)

@@ -1,18 +1,21 @@
 """`toolweave runs list|show|cancel|resume`: operate durable conversations.
 
-`runs_app` is a `typer.Typer`; the main `toolweave` CLI mounts it as `runs` when
-`toolweave.durable` imports. The database comes from `--db` or `TOOLWEAVE_DURABLE_DB`;
-`--app` (or `TOOLWEAVE_DURABLE_APP`, default "toolweave") must match the workers' app name.
+`runs_app` is a `typer.Typer`; the main `toolweave` CLI mounts it as `runs` when DBOS is
+installed, and `toolweave.durable` is imported only when one of these commands runs (DBOS
+takes a third of a second to import). The database comes from `--db` or
+`TOOLWEAVE_DURABLE_DB`; `--app` (or `TOOLWEAVE_DURABLE_APP`, default "toolweave") must match
+the workers' app name.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .ops import ConversationClient, ConversationInfo
+if TYPE_CHECKING:
+    from ..durable.ops import ConversationClient, ConversationInfo
 
 __all__ = ["runs_app"]
 
@@ -36,6 +39,8 @@ AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of text
 
 
 def _client(db: str, app: str) -> ConversationClient:
+    from ..durable.ops import ConversationClient
+
     try:
         return ConversationClient(db, app_name=app)
     except Exception as e:
