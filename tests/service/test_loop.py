@@ -468,6 +468,26 @@ def test_duplicate_registration_is_rejected() -> None:
         service.tools(add)
 
 
+def test_register_an_executor_under_any_spec() -> None:
+    """`tool(spec, executor)`: a ToolInfo, a function descriptor, OpenAI's tool dict or a
+    name become the card; anything else is a ToolCardError naming what it got."""
+    from toolweave import ToolCardError
+
+    params = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+    echo = lambda request, memory_id: request.arguments  # noqa: E731
+    service = ToolService()
+    service.tool(add.card.tool_info().model_copy(update={"name": "info"}), echo)
+    service.tool({"name": "plain", "description": "Plain.", "parameters": params}, echo)
+    service.tool({"type": "function", "function": {"name": "oai", "parameters": params}}, echo)
+    service.tool("bare", echo)
+    cards = {c.name: c for c in service.tool_cards}
+    assert list(cards) == ["info", "plain", "oai", "bare"]
+    assert cards["info"].input_params == add.card.input_params
+    assert cards["plain"].description == "Plain." and cards["oai"].input_params == params
+    with pytest.raises(ToolCardError, match="int"):
+        service.tool(42, echo)
+
+
 def test_registration_forms() -> None:
     class Calc:
         @tool

@@ -57,7 +57,7 @@ from ..execution.results import ToolExecution, ToolExecutionResult
 from ..schema.arguments import parse_arguments
 from ..schema.output import OutputSchema, OutputValidationError, PartialJsonStream
 from ..tools.base import Tool
-from ..tools.card import ReturnBehavior, ToolCard
+from ..tools.card import ReturnBehavior, ToolCard, ToolInfo
 from ..tools.decorator import tool as make_tool
 from ..tools.decorator import tools_from
 from ..tools.local_function import LocalFunction
@@ -221,14 +221,16 @@ class ToolService:
         return self
 
     def tool(self, obj: Any, method_or_executor: Any) -> ToolService:
-        """Register one tool: `tool(obj, "method_name")` or `tool(card_or_name, executor)`."""
+        """Register one tool: `tool(obj, "method_name")`, or `tool(spec, executor)` where
+        `spec` is a `ToolCard`, a `ToolInfo`, a function descriptor (`{"name", "description",
+        "parameters"}`, or OpenAI's `{"type": "function", "function": {...}}`) or a name."""
         if isinstance(method_or_executor, str):
             attr = getattr(obj, method_or_executor, None)
             if attr is None:
                 raise ToolCardError(f"{type(obj).__name__} has no method {method_or_executor!r}")
             self._add_tool(attr if isinstance(attr, LocalFunction) else make_tool(attr))
             return self
-        card = obj if isinstance(obj, ToolCard) else ToolCard(name=str(obj))
+        card = _card_of(obj)
         executor = method_or_executor
         if isinstance(executor, Tool):
             executor = DefaultToolExecutor(executor, propagate_errors=True)
@@ -812,6 +814,31 @@ class ToolService:
         return ToolExecutionResult(
             text=text, result=names, attributes={FOUND_TOOLS_ATTRIBUTE: names}
         )
+
+
+def _card_of(spec: Any) -> ToolCard:
+    """A card for `ToolService.tool(spec, executor)` (see there)."""
+    if isinstance(spec, ToolCard):
+        return spec
+    if isinstance(spec, ToolInfo):
+        spec = spec.model_dump()
+    if isinstance(spec, Mapping):
+        fn = spec.get("function") if spec.get("type") == "function" else None
+        desc = fn if isinstance(fn, Mapping) else spec
+        if "name" not in desc:
+            raise ToolCardError("a tool specification needs a 'name'")
+        params = desc.get("parameters")
+        return ToolCard(
+            name=desc["name"],
+            description=desc.get("description") or "",
+            **({"input_params": params} if params else {}),
+        )
+    if isinstance(spec, str):
+        return ToolCard(name=spec)
+    raise ToolCardError(
+        f"cannot make a tool card from {type(spec).__name__}: pass a ToolCard, a ToolInfo, a "
+        "function descriptor dict or a name"
+    )
 
 
 def _is_plain_sync(executor: Any) -> bool:
