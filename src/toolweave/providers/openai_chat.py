@@ -271,17 +271,16 @@ class OpenAIStreamAggregator:
                             if args and args.__class__ is str:
                                 parts.append(args)
                                 continue
-            except (LookupError, TypeError):
-                pass
+            except (LookupError, TypeError, AttributeError):
+                pass  # not this shape: the general path (which reports malformed chunks)
             if len(parts) > mark:
                 self._release(parts, mark, out)
             self._feed_general(chunk, out)
             last = self._last_raw
             parts = self._current_parts
             mark = len(parts)
-        if len(parts) > mark and self.emit_partials:
-            text = parts[mark] if len(parts) == mark + 1 else "".join(parts[mark:])
-            out.append(PartialToolCall(self._current, None, None, text))  # type: ignore[arg-type]
+        if len(parts) > mark:
+            self._release(parts, mark, out)
         return out
 
     def _release(self, parts: list[str], mark: int, out: list[StreamEvent]) -> None:
