@@ -31,6 +31,15 @@ _EXCERPT = 500
 _REDACTED = "***"
 
 
+def _masked(text: str, values: list[str]) -> str:
+    """`text` with each of `values` (longest first, so no prefix of one is left) replaced
+    by ``***``."""
+    for value in values:
+        if value in text:
+            text = text.replace(value, _REDACTED)
+    return text
+
+
 class _QuerySecretsLogFilter(logging.Filter):
     """Masks the credential values that auth put in query strings in `httpx2`'s own log line
     (``HTTP Request: GET <url> ...``, logged at INFO with the URL as sent). Values are kept
@@ -55,10 +64,8 @@ class _QuerySecretsLogFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         values = self._values
         if values:
-            message = masked = record.getMessage()
-            for value in values:
-                if value in masked:
-                    masked = masked.replace(value, _REDACTED)
+            message = record.getMessage()
+            masked = _masked(message, values)
             if masked != message:
                 record.msg, record.args = masked, None
         return True
@@ -140,10 +147,7 @@ class PreparedRequest:
 
     def mask(self, text: str) -> str:
         """`text` with every credential value added by auth replaced by ``***``."""
-        for value in sorted(self.secret_values, key=len, reverse=True):
-            if value in text:
-                text = text.replace(value, _REDACTED)
-        return text
+        return _masked(text, sorted(self.secret_values, key=len, reverse=True))
 
 
 def _tls_key(verify: Any, cert: Any) -> tuple[Any, ...]:

@@ -746,21 +746,20 @@ class OpenAIChatModel(HttpChatModel):
         self, request: ChatRequest, events: Iterator[StreamEvent]
     ) -> Iterator[StreamEvent]:
         first: ChatResponse | None = None
+        follow_up: ChatRequest | None = None
         try:
             for event in events:
-                if isinstance(event, ResponseCompleted) and repeat_follow_up(
-                    request, event.response
-                ):
-                    first = event.response  # nothing to run or say: the follow-up completes it
-                    continue
+                if isinstance(event, ResponseCompleted):
+                    follow_up = repeat_follow_up(request, event.response)
+                    if follow_up is not None:
+                        first = event.response  # nothing to run or say: the follow-up answers
+                        continue
                 yield event
         finally:
             close = getattr(events, "close", None)
             if close is not None:
                 close()
-        if first is not None:
-            follow_up = repeat_follow_up(request, first)
-            assert follow_up is not None
+        if first is not None and follow_up is not None:
             for event in self.stream(follow_up):
                 if isinstance(event, ResponseCompleted):
                     event = ResponseCompleted(after_repeat(first, event.response))
@@ -770,21 +769,20 @@ class OpenAIChatModel(HttpChatModel):
         self, request: ChatRequest, events: AsyncIterator[StreamEvent]
     ) -> AsyncIterator[StreamEvent]:
         first: ChatResponse | None = None
+        follow_up: ChatRequest | None = None
         try:
             async for event in events:
-                if isinstance(event, ResponseCompleted) and repeat_follow_up(
-                    request, event.response
-                ):
-                    first = event.response
-                    continue
+                if isinstance(event, ResponseCompleted):
+                    follow_up = repeat_follow_up(request, event.response)
+                    if follow_up is not None:
+                        first = event.response
+                        continue
                 yield event
         finally:
             aclose = getattr(events, "aclose", None)
             if aclose is not None:
                 await aclose()
-        if first is not None:
-            follow_up = repeat_follow_up(request, first)
-            assert follow_up is not None
+        if first is not None and follow_up is not None:
             async for event in self.astream(follow_up):
                 if isinstance(event, ResponseCompleted):
                     event = ResponseCompleted(after_repeat(first, event.response))

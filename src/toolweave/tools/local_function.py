@@ -67,6 +67,7 @@ class LocalFunction(Tool):
         self._schema = schema
         self._static = False
         """True for a tool declared on a staticmethod: attribute access does not bind it."""
+        self._context_names: tuple[str, ...] | None = None
         self._is_generator = _is_generator_function(func)
         self._is_async = inspect.iscoroutinefunction(
             func.func if isinstance(func, functools.partial) else func
@@ -167,15 +168,15 @@ class LocalFunction(Tool):
     def _context_params(self) -> tuple[str, ...]:
         """Parameters annotated `ToolContext` of a function under a hand-written card (found
         once, from the signature): they get the call's context, like a declared tool's."""
-        names = self.__dict__.get("_context_names")
-        if names is None:
+        if self._context_names is None:
             try:
                 hints = typing.get_type_hints(self.func)
             except Exception:  # unresolvable annotations: nothing to inject
                 hints = {}
-            names = tuple(n for n, h in hints.items() if n != "return" and h is ToolContext)
-            self.__dict__["_context_names"] = names
-        return names  # type: ignore[no-any-return]
+            self._context_names = tuple(
+                n for n, h in hints.items() if n != "return" and h is ToolContext
+            )
+        return self._context_names
 
     # execution ------------------------------------------------------------------------------
     def _generator_error(self) -> ToolNotSupportedError:
