@@ -19,7 +19,7 @@ from ..chat.response import ChatResponse
 from ..errors import SchemaError, ToolArgumentsError, ToolweaveError, UnsupportedOptionError
 from ..schema.arguments import parse_arguments
 from ..schema.output import OutputSchema
-from ._http import DEFAULT_MAX_RETRIES, HttpTransport
+from ._http import DEFAULT_MAX_RETRIES, HttpTransport, JsonTooDeepError, decode_json
 from ._sse import SSEEvent
 
 __all__ = ["HttpChatModel", "StreamParser", "compact_json", "merge_custom", "output_schema"]
@@ -39,17 +39,20 @@ class StreamParser(Protocol):
 
 
 @contextlib.contextmanager
-def _shapes(protocol_error: Callable[[str], Exception]) -> Iterator[None]:
-    """Events whose JSON has an unexpected shape (an object where a string belongs, ...)
-    become the provider's typed `protocol_error(message)`, never a bare AttributeError."""
+def _shapes(
+    protocol_error: Callable[[str], Exception], what: str = "a stream event"
+) -> Iterator[None]:
+    """Answers whose JSON has an unexpected shape (an object where a string belongs, ...)
+    become the provider's typed `protocol_error(message)`, never a bare AttributeError
+    (nor a RecursionError from a value nested too deeply to walk)."""
     try:
         yield
     except ToolweaveError:
         raise
-    except (AttributeError, TypeError, KeyError, IndexError, ValueError) as e:
-        detail = str(e).splitlines()[0] if str(e) else ""
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError, RecursionError) as e:
+        detail = str(e).splitlines()[0][:200] if str(e) else ""
         raise protocol_error(
-            f"a stream event has an unexpected shape ({type(e).__name__}: {detail})"
+            f"{what} has an unexpected shape ({type(e).__name__}: {detail})"
         ) from None
 
 
@@ -129,11 +132,13 @@ def arguments_object(arguments: str) -> dict[str, Any]:
     if not arguments or not arguments.strip():
         return {}
     try:
-        value = json.loads(arguments)
+        value = decode_json(arguments)
+    except JsonTooDeepError:
+        return {}
     except ValueError:
         try:
             value = parse_arguments(arguments)
-        except ToolArgumentsError:
+        except (ToolArgumentsError, RecursionError):
             return {}
     return value if isinstance(value, dict) else {}
 
@@ -301,12 +306,16 @@ class HttpChatModel(BaseChatModel):
     def chat(self, request: ChatRequest) -> ChatResponse:
         """Send `request` and return the full response (sync HTTP client)."""
         url, body = self._prepare(request, False)
-        return self._parse_for(request, self._http.post_json(url, body))
+        data = self._http.post_json(url, body)
+        with _shapes(self._http.protocol_error, "the response"):
+            return self._parse_for(request, data)
 
     async def achat(self, request: ChatRequest) -> ChatResponse:
         """Send `request` and return the full response (async HTTP client)."""
         url, body = self._prepare(request, False)
-        return self._parse_for(request, await self._http.apost_json(url, body))
+        data = await self._http.apost_json(url, body)
+        with _shapes(self._http.protocol_error, "the response"):
+            return self._parse_for(request, data)
 
     def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
         """Send `request` with streaming; yield events as they arrive (sync)."""

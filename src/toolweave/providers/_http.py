@@ -44,6 +44,9 @@ __all__ = [
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_TIMEOUT",
     "HttpTransport",
+    "JsonTooDeepError",
+    "decode_json",
+    "encode_json",
     "parse_retry_after",
     "redact",
 ]
@@ -74,6 +77,68 @@ _SECRET_PATTERNS = (
 )
 
 _RETRYABLE_EXCEPTIONS = (httpx2.TransportError,)
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class JsonTooDeepError(ValueError):
+    """JSON nested deeper than the decoder can follow."""
+
+
+def decode_json(text: str | bytes) -> Any:
+    """`json.loads` for provider answers: bytes are read as UTF-8 (invalid sequences become
+    U+FFFD), a lone surrogate (`"\\ud800"`) becomes U+FFFD so the history stays encodable,
+    and nesting too deep to decode is a `ValueError` like any other invalid JSON (not a
+    `RecursionError`)."""
+    if isinstance(text, bytes | bytearray):
+        text = bytes(text).decode("utf-8-sig", "replace")
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise JsonTooDeepError("JSON nested too deeply") from None
+    if "\\u" in text and _SURROGATE_ESCAPE.search(text):
+        value = _scrub_surrogates(value)
+    return value
+
+
+def _scrub_surrogates(value: Any) -> Any:
+    """`value` with lone surrogates in its strings (keys too) replaced by U+FFFD; iterative,
+    since a value may be nested nearly as deep as the decoder allows."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    stack: list[Any] = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key in list(node):
+                item = node[key]
+                if isinstance(item, str):
+                    item = _SURROGATE.sub("\ufffd", item)
+                elif isinstance(item, dict | list):
+                    stack.append(item)
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    del node[key]
+                    key = _SURROGATE.sub("\ufffd", key)
+                node[key] = item
+        elif isinstance(node, list):
+            for i, item in enumerate(node):
+                if isinstance(item, str):
+                    node[i] = _SURROGATE.sub("\ufffd", item)
+                elif isinstance(item, dict | list):
+                    stack.append(item)
+    return value
+
+
+def encode_json(body: Any) -> bytes:
+    """A request body as compact UTF-8 JSON. A lone surrogate that reached the history by
+    another way (a tool's result, a caller's message) is sent as U+FFFD rather than making
+    every later request of the conversation fail with `UnicodeEncodeError`."""
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text).encode("utf-8")
 
 
 def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
@@ -285,7 +350,7 @@ class HttpTransport:
         error object, an HTML page): the server's own message, not "the stream ended"."""
         text = body.decode("utf-8", "replace")
         try:
-            data = json.loads(text)
+            data = decode_json(text)
         except ValueError:
             data = None
         if isinstance(data, dict) and data.get("error"):
@@ -311,7 +376,7 @@ class HttpTransport:
         extra: Mapping[str, str] | None,
         attempt: int,
     ) -> httpx2.Request:
-        content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        content = encode_json(body)
         headers = {**self._headers, "content-type": "application/json"}
         if extra:
             headers.update(extra)
@@ -496,10 +561,11 @@ class HttpTransport:
 
     def _decode(self, content: bytes) -> Any:
         try:
-            return json.loads(content)
-        except ValueError:
+            return decode_json(content)
+        except ValueError as e:
+            reason = "nested too deeply" if isinstance(e, JsonTooDeepError) else "not JSON"
             raise self.protocol_error(
-                f"the response is not JSON: {content[:200].decode('utf-8', 'replace')!r}"
+                f"the response is {reason}: {content[:200].decode('utf-8', 'replace')!r}"
             ) from None
 
 
@@ -535,7 +601,7 @@ def _error_message(text: str) -> str:
     """The human message inside a JSON error body (`error.message`, `message`), else the
     start of the text."""
     try:
-        data = json.loads(text)
+        data = decode_json(text)
     except ValueError:
         return " ".join(text.split())[:MESSAGE_EXCERPT_CHARS]
     if isinstance(data, list) and data:

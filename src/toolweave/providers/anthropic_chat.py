@@ -26,7 +26,7 @@ from ..execution.content import ContentPart, FileContent, ImageContent, TextCont
 from ..execution.requests import ToolExecutionRequest
 from ..schema.output import OutputSchema
 from ._base import HttpChatModel, arguments_object, compact_json
-from ._http import DEFAULT_MAX_RETRIES, HttpTransport
+from ._http import DEFAULT_MAX_RETRIES, HttpTransport, decode_json
 from ._sse import SSEEvent
 
 __all__ = ["ANSWER_TOOL", "AnthropicChatModel", "AnthropicStreamParser"]
@@ -185,7 +185,7 @@ class AnthropicStreamParser:
         if not event.data.strip():
             return []
         try:
-            data = json.loads(event.data)
+            data = decode_json(event.data)
         except ValueError:
             raise self._transport.protocol_error(
                 f"a stream event is not JSON: {event.data[:200]!r}"

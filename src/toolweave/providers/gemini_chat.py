@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import uuid
@@ -28,7 +27,7 @@ from ..execution.content import ContentPart, FileContent, ImageContent, TextCont
 from ..execution.requests import ToolExecutionRequest
 from ..schema.output import OutputSchema
 from ._base import HttpChatModel, arguments_object, compact_json
-from ._http import DEFAULT_MAX_RETRIES, HttpTransport
+from ._http import DEFAULT_MAX_RETRIES, HttpTransport, decode_json
 from ._sse import SSEEvent
 
 __all__ = ["GENERATED_ID_PREFIX", "GeminiChatModel", "GeminiStreamParser"]
@@ -111,7 +110,7 @@ class GeminiStreamParser:
         if not event.data.strip():
             return []
         try:
-            data = json.loads(event.data)
+            data = decode_json(event.data)
         except ValueError:
             raise self._transport.protocol_error(
                 f"a stream chunk is not JSON: {event.data[:200]!r}"
@@ -453,8 +452,12 @@ class GeminiChatModel(HttpChatModel):
 
     # response -------------------------------------------------------------------------------
     def _parse(self, data: Any) -> ChatResponse:
+        if not isinstance(data, dict):
+            raise self._http.protocol_error("the response is not a JSON object")
         parser = GeminiStreamParser(self._http)
         parser.feed_chunk(data)
+        if not data.get("candidates") and parser._block is None:
+            raise self._http.protocol_error("the response has no candidates")
         return parser.response()
 
     def _parser(self) -> GeminiStreamParser:

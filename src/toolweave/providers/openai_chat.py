@@ -28,7 +28,7 @@ from ..errors import SchemaError, UnsupportedOptionError
 from ..execution.content import FileContent, ImageContent, TextContent
 from ..execution.requests import ToolExecutionRequest
 from ._base import HttpChatModel, StreamParser
-from ._http import DEFAULT_MAX_RETRIES, HttpTransport
+from ._http import DEFAULT_MAX_RETRIES, HttpTransport, decode_json
 from ._sse import SSEEvent
 from .constrained import (
     ConstrainedStreamParser,
@@ -210,7 +210,7 @@ class OpenAIStreamAggregator:
             if not data.strip():
                 continue
             try:
-                chunk = json.loads(data)
+                chunk = decode_json(data)
             except ValueError:
                 raise self._protocol(f"a stream chunk is not JSON: {data[:200]!r}") from None
             if event.event == "error" or (isinstance(chunk, dict) and chunk.get("error")):
