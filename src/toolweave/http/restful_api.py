@@ -22,7 +22,7 @@ from ..tools.base import Tool
 from .card import PLACEHOLDER, Location, RestfulApiCard, property_location
 from .errors import RestfulApiResponseError, RestfulApiTimeoutError, SsrfBlockedError
 from .response import parse_body
-from .ssrf import GuardedAsyncTransport, GuardedSyncTransport, Resolver
+from .ssrf import GuardedAsyncTransport, GuardedSyncTransport, Resolver, total_deadline
 
 __all__ = ["AuthSpec", "PreparedRequest", "RestfulApi"]
 
@@ -479,22 +479,24 @@ class RestfulApi(Tool):
         self._authorize_sync(req)
         client = self._sync_client(req)
         try:
-            request = self._httpx_request(client, req, timeout)
-            response = client.send(request, stream=True)
-            try:
-                self._check_length(response, limit)
-                chunks: list[bytes] = []
-                size = 0
-                for chunk in response.iter_bytes():
-                    size += len(chunk)
-                    if size > limit:
-                        raise self._too_big(limit)
-                    # httpx has no total deadline: a slow trickle is cut here
-                    if deadline is not None and time.monotonic() > deadline:
-                        raise self._timeout(timeout)
-                    chunks.append(chunk)
-            finally:
-                response.close()
+            # httpx has per-phase timeouts only: the transport cuts every DNS lookup, connect,
+            # read and write at the total deadline (a trickled head or chunk-size line too)
+            with total_deadline(deadline):
+                request = self._httpx_request(client, req, timeout)
+                response = client.send(request, stream=True)
+                try:
+                    self._check_length(response, limit)
+                    chunks: list[bytes] = []
+                    size = 0
+                    for chunk in response.iter_bytes():
+                        size += len(chunk)
+                        if size > limit:
+                            raise self._too_big(limit)
+                        if deadline is not None and time.monotonic() > deadline:
+                            raise self._timeout(timeout)
+                        chunks.append(chunk)
+                finally:
+                    response.close()
         except httpx2.TimeoutException as e:
             raise self._timeout(timeout) from e
         except (RestfulApiError, SsrfBlockedError):

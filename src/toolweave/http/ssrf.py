@@ -23,10 +23,14 @@ Design (see docs/http-tools.md):
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import socket
 import ssl
-from collections.abc import Callable, Iterable, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 import anyio.to_thread
@@ -45,6 +49,7 @@ __all__ = [
     "check_address",
     "get_default_ssrf_policy",
     "set_default_ssrf_policy",
+    "total_deadline",
 ]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -370,8 +375,89 @@ class GuardedAsyncBackend(httpcore2.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
+_DEADLINE: ContextVar[float | None] = ContextVar("toolweave_http_deadline", default=None)
+
+
+@contextlib.contextmanager
+def total_deadline(deadline: float | None) -> Iterator[None]:
+    """Within the block, every synchronous `GuardedSyncBackend` operation of this thread
+    (DNS, connect, each read and write) ends by `deadline` (a `time.monotonic()` value):
+    httpx has per-phase timeouts only, so a server trickling its status line, headers or
+    chunk sizes would otherwise never be cut off."""
+    token = _DEADLINE.set(deadline)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def _remaining(timeout: float | None, expired: type[Exception]) -> float | None:
+    """`timeout` shortened to what is left of the deadline; `expired` once it has passed."""
+    deadline = _DEADLINE.get()
+    if deadline is None:
+        return timeout
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise expired("the total deadline of the HTTP call has passed")
+    return left if timeout is None else min(timeout, left)
+
+
+def _resolve_bounded(resolver: Resolver, host: str, port: int) -> list[str]:
+    """`_resolve_sync`, given up on (ConnectTimeout) when the deadline passes first. The
+    resolver cannot be interrupted: it finishes on a daemon thread and its answer is
+    dropped."""
+    if _DEADLINE.get() is None or _literal(host) is not None:
+        return _resolve_sync(resolver, host, port)
+    wait = _remaining(None, httpcore2.ConnectTimeout)
+    done = threading.Event()
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append(_resolve_sync(resolver, host, port))
+        except BaseException as e:  # handed to the waiting thread
+            outcome.append(e)
+        done.set()
+
+    threading.Thread(target=run, name="toolweave-dns", daemon=True).start()
+    if not done.wait(wait):
+        raise httpcore2.ConnectTimeout(f"resolving {host!r} did not finish before the deadline")
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    result: list[str] = outcome[0]
+    return result
+
+
+class _DeadlineStream(httpcore2.NetworkStream):
+    """A sync stream whose reads and writes end by the thread's `total_deadline`."""
+
+    def __init__(self, inner: httpcore2.NetworkStream) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _remaining(timeout, httpcore2.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _remaining(timeout, httpcore2.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore2.NetworkStream:
+        left = _remaining(timeout, httpcore2.ConnectTimeout)
+        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, left))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
 class GuardedSyncBackend(httpcore2.NetworkBackend):
-    """The synchronous twin of `GuardedAsyncBackend`."""
+    """The synchronous twin of `GuardedAsyncBackend`; it also honours `total_deadline`."""
 
     def __init__(self, policy: SsrfPolicy, resolver: Resolver | None = None) -> None:
         self.policy = policy
@@ -387,22 +473,26 @@ class GuardedSyncBackend(httpcore2.NetworkBackend):
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore2.NetworkStream:
         """Resolve once, vet every address, connect to a vetted IP and verify the peer."""
-        if not self.policy.enabled:
-            return self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
-        vetted = vet(host, _resolve_sync(self.resolver, host, port), self.policy)
+        addresses = _resolve_bounded(self.resolver, host, port)
+        if self.policy.enabled:
+            addresses = vet(host, addresses, self.policy)
+        elif not addresses:
+            raise httpcore2.ConnectError(f"could not resolve {host!r}")
         error: Exception | None = None
-        for addr in vetted:
+        for addr in addresses:
             try:
-                stream = self._inner.connect_tcp(addr, port, timeout, local_address, socket_options)
+                left = _remaining(timeout, httpcore2.ConnectTimeout)
+                stream = self._inner.connect_tcp(addr, port, left, local_address, socket_options)
             except (httpcore2.ConnectError, httpcore2.ConnectTimeout) as e:
                 error = e
                 continue
-            try:
-                _check_peer(stream, host, vetted, self.policy)
-            except BaseException:
-                stream.close()
-                raise
-            return stream
+            if self.policy.enabled:
+                try:
+                    _check_peer(stream, host, addresses, self.policy)
+                except BaseException:
+                    stream.close()
+                    raise
+            return _DeadlineStream(stream)
         assert error is not None
         raise error
 
