@@ -17,6 +17,7 @@ __all__ = [
     "ErrorCode",
     "HallucinatedToolError",
     "McpError",
+    "MissingApiKeyError",
     "ProviderError",
     "RateLimitError",
     "RestfulApiError",
@@ -239,6 +240,15 @@ class AuthenticationError(ProviderError):
     """The provider rejected the credentials (HTTP 401/403)."""
 
     default_code = ErrorCode.PROVIDER_AUTHENTICATION
+
+
+class MissingApiKeyError(AuthenticationError):
+    """No API key for the provider's own cloud endpoint; raised before anything is sent.
+    `env_var` names the environment variable that was read."""
+
+    def __init__(self, message: str, *, provider: str, env_var: str) -> None:
+        super().__init__(message, provider=provider)
+        self.env_var = env_var
 
 
 class RateLimitError(ProviderError):

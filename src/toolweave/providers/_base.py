@@ -16,7 +16,13 @@ from ..chat.events import PartialToolCall, StreamEvent
 from ..chat.model import BaseChatModel
 from ..chat.request import ChatRequest, ChatRequestParameters
 from ..chat.response import ChatResponse
-from ..errors import SchemaError, ToolArgumentsError, ToolweaveError, UnsupportedOptionError
+from ..errors import (
+    MissingApiKeyError,
+    SchemaError,
+    ToolArgumentsError,
+    ToolweaveError,
+    UnsupportedOptionError,
+)
 from ..schema.arguments import parse_arguments
 from ..schema.output import OutputSchema
 from ._http import DEFAULT_MAX_RETRIES, HttpTransport, JsonTooDeepError, decode_json
@@ -162,6 +168,13 @@ def output_schema(spec: Any) -> OutputSchema:
     return _cached_output_schema(spec)
 
 
+_AUTH_HEADERS = frozenset({"authorization", "x-api-key", "x-goog-api-key", "api-key"})
+
+
+def _has_auth(headers: Mapping[str, str]) -> bool:
+    return any(name.lower() in _AUTH_HEADERS for name in headers)
+
+
 class HttpChatModel(BaseChatModel):
     """Base of the HTTP providers: builds a body, sends it, parses the answer.
 
@@ -173,6 +186,11 @@ class HttpChatModel(BaseChatModel):
     provider = "http"
     supports_response_format = False
     """Whether `_body` maps `ChatRequestParameters.response_format` (else it is refused)."""
+    api_key_env: tuple[str, ...] = ()
+    """The environment variables the key is read from, in order."""
+    default_base_url: str | None = None
+    """The provider's own endpoint. Only there is a missing key an error: a compatible
+    server at another `base_url` (llama.cpp, vLLM, a proxy) may need none."""
 
     def __init__(
         self,
@@ -193,6 +211,10 @@ class HttpChatModel(BaseChatModel):
         self.base_url = base_url.rstrip("/")
         self.default_parameters = default_parameters or ChatRequestParameters()
         self._api_key = api_key
+        self._auth_given = _has_auth(headers) or any(
+            client is not None and _has_auth(client.headers)
+            for client in (http_client, async_http_client)
+        )
         self._http = HttpTransport(
             provider=self.provider,
             headers=headers,
@@ -293,7 +315,24 @@ class HttpChatModel(BaseChatModel):
             merge_custom(body, params.custom_parameters)
         return body
 
+    def check_api_key(self) -> None:
+        """Raise `MissingApiKeyError` when the provider's own endpoint would be called
+        without a key (no `api_key`, no environment variable, no auth header). Every
+        request checks this before anything is sent."""
+        if self._api_key or self._auth_given or not self.api_key_env:
+            return
+        if self.default_base_url is None or self.base_url != self.default_base_url.rstrip("/"):
+            return
+        env = " or ".join(self.api_key_env)
+        raise MissingApiKeyError(
+            f"{self.provider}: no API key: set {env} in the environment or pass "
+            f"{type(self).__name__}(api_key=...) (nothing was sent to {self.base_url})",
+            provider=self.provider,
+            env_var=self.api_key_env[0],
+        )
+
     def _prepare(self, request: ChatRequest, stream: bool) -> tuple[str, dict[str, Any]]:
+        self.check_api_key()
         body = self.build_request_body(request, stream=stream)
         model = str(
             body.get("model")

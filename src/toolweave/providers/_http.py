@@ -16,7 +16,10 @@ Rules (they follow the official OpenAI/Anthropic SDKs; see docs/providers.md):
   failure raises `ProviderError` and is never retried;
 - errors: 401/403 → `AuthenticationError`, 429 → `RateLimitError`, any other status →
   `ProviderError`, each with `status`, `retry_after` and a redacted body excerpt;
-  connection failures → `ProviderError(status=None)` with the transport error as `__cause__`;
+  connection failures → `ProviderError(status=None)` whose message carries the transport
+  error's reason (e.g. `Name or service not known`), with that error as `__cause__`;
+- `retry_timeouts=False` (set for the local model: a server busy generating would only
+  queue the retry behind the same work) makes a timeout final;
 - secrets (the API key, `Authorization`, `x-api-key`, `x-goog-api-key`, `key=` query
   parameters, bearer tokens) never appear in an error message, body excerpt, repr or log line.
 """
@@ -207,7 +210,8 @@ class _Retry(Exception):
 class HttpTransport:
     """Sends JSON requests for one model object with retries, typed errors and redaction.
 
-    `sleep` / `asleep` are the waiting functions (replaceable in tests).
+    `sleep` / `asleep` are the waiting functions (replaceable in tests). `retry_timeouts`
+    false makes a timeout final (other transport errors are still retried).
     """
 
     def __init__(
@@ -242,6 +246,7 @@ class HttpTransport:
         self._owns_aclient = async_http_client is None
         self._aclient_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
         self._error_hook = error_hook
+        self.retry_timeouts = True
         self.sleep: Callable[[float], None] = time.sleep
         self.asleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
@@ -360,11 +365,15 @@ class HttpTransport:
             f"expected an event stream, got {content_type or 'no content type'}: {excerpt!r}"
         )
 
-    def _connection_error(self, exc: BaseException, during_stream: bool = False) -> ProviderError:
+    def _connection_error(
+        self, exc: BaseException, during_stream: bool = False, note: str = ""
+    ) -> ProviderError:
         kind = "timed out" if isinstance(exc, httpx2.TimeoutException) else "connection error"
         where = " during the stream (not retried)" if during_stream else ""
+        reason = self.redact(" ".join(str(exc).split()))[:MESSAGE_EXCERPT_CHARS]
+        detail = f"{type(exc).__name__}: {reason}" if reason else type(exc).__name__
         return ProviderError(
-            f"{self.provider} API {kind}{where}: {type(exc).__name__}", provider=self.provider
+            f"{self.provider} API {kind}{where}: {detail}{note}", provider=self.provider
         )
 
     # request building ---------------------------------------------------------------------
@@ -399,12 +408,14 @@ class HttpTransport:
         raise error
 
     def _transport_failure(self, exc: Exception, attempt: int) -> _Retry:
-        error = self._connection_error(exc)
+        final = not self.retry_timeouts and isinstance(exc, httpx2.TimeoutException)
+        note = " (not retried: raise the timeout)" if final else ""
+        error = self._connection_error(exc, note=note)
         error.__cause__ = exc
         logger.debug(
             "%s request failed: error=%s attempt=%d", self.provider, type(exc).__name__, attempt + 1
         )
-        if attempt < self.max_retries:
+        if attempt < self.max_retries and not final:
             return _Retry(_backoff(attempt), error)
         raise error from exc
 

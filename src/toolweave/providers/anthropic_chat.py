@@ -358,6 +358,8 @@ class AnthropicChatModel(HttpChatModel):
 
     provider = PROVIDER
     supports_response_format = True
+    api_key_env = ("ANTHROPIC_API_KEY",)
+    default_base_url = DEFAULT_BASE_URL
 
     def __init__(
         self,

@@ -242,6 +242,8 @@ class GeminiChatModel(HttpChatModel):
 
     provider = PROVIDER
     supports_response_format = True
+    api_key_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    default_base_url = DEFAULT_BASE_URL
 
     def __init__(
         self,
@@ -287,6 +289,7 @@ class GeminiChatModel(HttpChatModel):
         return f"{base}:streamGenerateContent?alt=sse" if stream else f"{base}:generateContent"
 
     def _prepare(self, request: ChatRequest, stream: bool) -> tuple[str, dict[str, Any]]:
+        self.check_api_key()
         body = self.build_request_body(request, stream=stream)
         params = self.default_parameters.override(request.parameters)
         # The model travels in the URL only.

@@ -474,6 +474,8 @@ class OpenAIChatModel(HttpChatModel):
 
     provider = PROVIDER
     supports_response_format = True
+    api_key_env = ("OPENAI_API_KEY",)
+    default_base_url = DEFAULT_BASE_URL
 
     def __init__(
         self,
