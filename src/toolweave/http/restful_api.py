@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import threading
 import time
 import weakref
@@ -29,6 +30,7 @@ __all__ = ["AuthSpec", "PreparedRequest", "RestfulApi"]
 _BODYLESS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
 _EXCERPT = 500
 _REDACTED = "***"
+_HEADER_TEXT = re.compile(r"[\t\x20-\x7e]*")
 
 
 def _masked(text: str, values: list[str]) -> str:
@@ -222,7 +224,7 @@ class RestfulApi(Tool):
                     queries[name] = value
             elif loc is Location.HEADER:
                 if not _missing(value):
-                    headers[name] = value
+                    headers[name] = self._header_value(name, value)
             elif loc is Location.FORM:
                 if value is not None:
                     form[name] = value
@@ -236,7 +238,13 @@ class RestfulApi(Tool):
                     f"missing value for path parameter {key!r} of tool {card.name!r}",
                     tool_name=card.name,
                 )
-            return quote(_scalar(paths[key]), safe="")
+            text = _scalar(paths[key])
+            if text.strip(".") == "":  # "." and ".." would be normalised away by the client
+                return "%2E" * len(text)
+            try:
+                return quote(text, safe="")
+            except UnicodeEncodeError:
+                raise self._unencodable(f"path parameter {key!r}") from None
 
         url = PLACEHOLDER.sub(substitute, card.url)
         req = PreparedRequest(
@@ -260,6 +268,22 @@ class RestfulApi(Tool):
             else:
                 req.json_body = body
         return req
+
+    def _unencodable(self, what: str, why: str = "") -> ToolArgumentsError:
+        return ToolArgumentsError(
+            f"the {what} of tool {self._api_card.name!r} cannot be put into the HTTP request"
+            f"{why or ': it is not valid Unicode text (a lone surrogate)'}. Send plain text.",
+            tool_name=self._api_card.name,
+        )
+
+    def _header_value(self, name: str, value: Any) -> str:
+        text = _scalar(value)
+        if _HEADER_TEXT.fullmatch(text) is None:
+            raise self._unencodable(
+                f"header parameter {name!r}",
+                ": header values must be printable ASCII on one line",
+            )
+        return text
 
     # auth -----------------------------------------------------------------------------------
     def _auth_kwargs(self, req: PreparedRequest) -> dict[str, Any]:
@@ -358,17 +382,24 @@ class RestfulApi(Tool):
         return timeout, int(limit), bool(raise_for_status)
 
     def _httpx_request(self, client: Any, req: PreparedRequest, timeout: float | None) -> Any:
-        url = httpx2.URL(req.url)
-        if req.params:
-            url = url.copy_merge_params(tuple(req.params))
-        return client.build_request(
-            req.method,
-            url,
-            headers=req.headers,
-            json=req.json_body,
-            data=req.form,
-            timeout=httpx2.Timeout(timeout),
-        )
+        try:
+            url = httpx2.URL(req.url)
+            if req.params:
+                url = url.copy_merge_params(tuple(req.params))
+            return client.build_request(
+                req.method,
+                url,
+                headers=req.headers,
+                json=req.json_body,
+                data=req.form,
+                timeout=httpx2.Timeout(timeout),
+            )
+        except UnicodeError:
+            raise self._unencodable("arguments") from None
+        except httpx2.InvalidURL as e:
+            raise self._unencodable("URL built from the arguments", f": {e}") from None
+        except RecursionError:
+            raise self._unencodable("body", ": it is nested too deeply") from None
 
     def _shown_url(self, url: httpx2.URL, req: PreparedRequest) -> str:
         if not req.secret_params:
