@@ -289,3 +289,63 @@ async def test_closed_client_refuses_calls(demo_config: McpServerConfig) -> None
             await add.ainvoke({"a": 1, "b": 2})
         with pytest.raises(McpError, match="closed"):
             await client.list_tools()
+
+
+# --- identity, stderr, names and paging -----------------------------------------------------------
+
+
+async def test_client_introduces_itself_as_toolweave() -> None:
+    from toolweave import __version__
+
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(stdio_config(ECHO, name="echo")) as client:
+        raw = await client.call_tool("whoami", {})
+    assert json.loads(raw.content[0].text) == {  # type: ignore[union-attr]
+        "name": "toolweave",
+        "version": __version__,
+    }
+
+
+async def test_errlog_accepts_a_stream_without_fileno() -> None:
+    import io
+
+    errlog = io.StringIO()  # fileno() raises io.UnsupportedOperation
+    async with asyncio.timeout(TEST_TIMEOUT):
+        async with McpClient(stdio_config(ECHO, name="echo"), errlog=errlog) as client:
+            assert (await client.call_tool("echo", {"text": "x"})).is_error is False
+        # The pump copies the server's stderr once the server has closed it.
+        for _ in range(600):
+            if "echo server starting" in errlog.getvalue():
+                break
+            await asyncio.sleep(0.05)
+    assert "echo server starting" in errlog.getvalue()
+
+
+async def test_names_unique_for_repeats_and_clashes(caplog: pytest.LogCaptureFixture) -> None:
+    cfg = stdio_config(ECHO, name="echo", env={"ECHO_LISTING": "dup"})
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(cfg) as client:
+        tools = await client.list_tools()
+        names = [t.name for t in tools]
+        remote = [t.card.remote_name for t in tools]
+        # "echo" listed twice is kept once; three names that sanitise alike stay distinct.
+        assert remote.count("echo") == 1
+        assert {"echo.loose", "echo_loose", "echo/loose"} <= set(remote)
+        assert len(set(names)) == len(names)
+        assert tools[remote.index("echo.loose")].name == "echo_loose"
+        # Calls reach the tool the name stands for.
+        clash = tools[remote.index("echo/loose")]
+        assert json.loads(await clash.ainvoke({}))["name"] == "echo/loose"
+        assert "listed more than once" in caplog.text
+        # A ToolService accepts them all.
+        from toolweave.service import ToolService
+
+        ToolService().tools(tools)
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(cfg) as client:
+        assert [t.name for t in await client.list_tools()] == names  # deterministic
+
+
+async def test_paging_loop_is_reported() -> None:
+    cfg = stdio_config(ECHO, name="echo", env={"ECHO_LISTING": "loop"})
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(cfg) as client:
+        with pytest.raises(McpError, match="repeated the cursor 'again'") as info:
+            await client.list_tools()
+    assert info.value.code == ErrorCode.MCP_EXECUTION_ERROR

@@ -51,8 +51,12 @@ def nothing() -> None:
 
 
 async def test_sdk_client_in_process() -> None:
+    from toolweave import __version__
+
     server = build_mcp_server([add, divide, picture, nothing], name="tw")
-    async with asyncio.timeout(TEST_TIMEOUT), Client(server) as client:
+    async with asyncio.timeout(TEST_TIMEOUT), Client(server, mode="legacy") as client:
+        assert client.server_info is not None
+        assert (client.server_info.name, client.server_info.version) == ("tw", __version__)
         listing = {t.name: t for t in (await client.list_tools()).tools}
         assert set(listing) == {"add", "divide", "picture", "nothing"}
         assert listing["add"].input_schema == add.card.input_params
@@ -211,6 +215,44 @@ async def test_proxy_mcp_tools_through_serve_mcp(demo_config: McpServerConfig) -
             assert result.is_error and "upstream says no" in result.content[0].text  # type: ignore[union-attr]
             result = await client.call_tool("picture", {})
             assert result.content[0].type == "image"
+
+
+def test_cli_http_start_up_line_is_the_full_url() -> None:
+    import os
+    import re
+    import subprocess
+    import sys
+
+    from mcp_support import free_port
+
+    port = free_port()
+    argv = [sys.executable, "-m", "toolweave", "mcp", "serve", TOOLWEAVE, "--transport", "http"]
+    proc = subprocess.Popen(
+        [*argv, "--port", str(port), "--name", "tw"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"},
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        match = re.search(r"http://\S+", line)
+        assert match, line
+        assert match.group(0) == f"http://127.0.0.1:{port}/mcp"
+
+        async def use() -> None:
+            cfg = McpServerConfig(server_name="tw", params={"url": match.group(0)})
+            async with asyncio.timeout(TEST_TIMEOUT), McpClient(cfg) as c:
+                assert {t.name for t in await c.list_tools()} >= {"add", "shout"}
+
+        from mcp_support import wait_for_port
+
+        wait_for_port(port, proc)  # type: ignore[arg-type]
+        asyncio.run(use())
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
 _ = DEMO

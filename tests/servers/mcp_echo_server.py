@@ -1,12 +1,16 @@
 """A low-level MCP test server whose `echo` tool returns the raw arguments it received.
 
-It lets tests see exactly what a client sent (dropped `None` values, ``{}``).
-Run: ``python mcp_echo_server.py``  (stdio).
+It lets tests see exactly what a client sent (dropped `None` values, ``{}``); `whoami`
+returns the client's ``clientInfo``. ``ECHO_LISTING=dup`` lists a tool twice and two names
+that sanitise alike; ``ECHO_LISTING=loop`` answers every page with the same ``nextCursor``.
+Run: ``python mcp_echo_server.py``  (stdio); it writes one line to stderr at start.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from typing import Any
 
 import anyio
@@ -27,17 +31,33 @@ SCHEMA = {
 LOOSE = {"type": "object", "properties": {}, "additionalProperties": True}
 
 
+TOOLS = [
+    types.Tool(name="echo", description="Echo the arguments", input_schema=SCHEMA),
+    types.Tool(name="echo.loose", description="Echo anything", input_schema=LOOSE),
+    types.Tool(name="x" * 80, description="A long name", input_schema=LOOSE),
+    types.Tool(name="whoami", description="The client's clientInfo", input_schema=LOOSE),
+]
+DUPLICATES = [
+    types.Tool(name="echo", description="Listed again", input_schema=LOOSE),
+    types.Tool(name="echo_loose", description="Sanitises like echo.loose", input_schema=LOOSE),
+    types.Tool(name="echo/loose", description="And so does this", input_schema=LOOSE),
+]
+
+
 async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-    return types.ListToolsResult(
-        tools=[
-            types.Tool(name="echo", description="Echo the arguments", input_schema=SCHEMA),
-            types.Tool(name="echo.loose", description="Echo anything", input_schema=LOOSE),
-            types.Tool(name="x" * 80, description="A long name", input_schema=LOOSE),
-        ]
-    )
+    mode = os.environ.get("ECHO_LISTING", "")
+    if mode == "dup":
+        return types.ListToolsResult(tools=TOOLS + DUPLICATES)
+    if mode == "loop":
+        return types.ListToolsResult(tools=TOOLS[:1], next_cursor="again")
+    return types.ListToolsResult(tools=TOOLS)
 
 
 async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    if params.name == "whoami":
+        info = ctx.session.client_params.client_info
+        text = json.dumps({"name": info.name, "version": info.version})
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
     text = json.dumps({"arguments": params.arguments, "name": params.name}, sort_keys=True)
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
@@ -46,6 +66,7 @@ server = Server("echo", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
 async def main() -> None:
+    print("echo server starting", file=sys.stderr, flush=True)
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
 

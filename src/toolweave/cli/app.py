@@ -269,7 +269,9 @@ def mcp_serve(
             raise CliError(str(e)) from None
         wire = "streamable-http" if transport is Transport.http else transport.value
         if transport is not Transport.stdio:
-            err.print(f"[dim]MCP server {name!r} on http://{host}:{port} ({wire})[/]")
+            where = path or ("/mcp" if transport is Transport.http else "/sse")
+            shown = f"[{host}]" if ":" in host else host
+            err.print(f"[dim]MCP server {name!r} on http://{shown}:{port}{where} ({wire})[/]")
         with contextlib.suppress(KeyboardInterrupt):
             serve_mcp(loaded, wire, host=host, port=port, path=path, name=name)  # type: ignore[arg-type]
 

@@ -24,7 +24,7 @@ import logging
 import math
 import sys
 from collections.abc import AsyncIterator, Coroutine
-from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+from typing import Any, TextIO, TypeVar
 
 import anyio
 import httpx2
@@ -34,15 +34,14 @@ from mcp.client.client import Client
 from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
+from .. import __version__
 from ..errors import ErrorCode, McpError, ToolTimeoutError
+from ._errlog import errlog_file
 from ._loop import LoopThread
 from .config import McpServerConfig
-
-if TYPE_CHECKING:
-    from .tool import McpTool
+from .tool import McpTool, McpToolCard
 
 __all__ = ["McpClient", "McpTimeoutError", "SyncMcpClient"]
 
@@ -51,6 +50,7 @@ log = logging.getLogger("toolweave.mcp")
 T = TypeVar("T")
 
 _MAX_PAGES = 100
+_CLIENT_INFO = mcp_types.Implementation(name="toolweave", version=__version__)
 _CLOSE_TIMEOUT = 10.0
 _CALL_GRACE = 10.0
 """Extra time a caller waits past the SDK's own timer before giving up on its own."""
@@ -190,9 +190,11 @@ class _Connection:
         async with contextlib.AsyncExitStack() as stack:
             if cfg.client_type == "stdio":
                 params = StdioServerParameters(**cfg.stdio_parameters())
-                read, write = await stack.enter_async_context(stdio_client(params, self.errlog))
+                errlog = stack.enter_context(errlog_file(self.errlog))
+                read, write = await stack.enter_async_context(stdio_client(params, errlog))
             elif cfg.client_type == "streamable-http":
-                http = create_mcp_http_client(
+                # Redirects stay off: the SDK's transport follows same-origin ones itself.
+                http = httpx2.AsyncClient(
                     headers=cfg.headers or None,
                     timeout=httpx2.Timeout(cfg.connect_timeout, read=300.0),
                 )
@@ -212,7 +214,11 @@ class _Connection:
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + cfg.connect_timeout) as scope:
                 self.scope = scope
-                async with Client(self._transport(), cache=None) as client:  # type: ignore[arg-type]
+                async with Client(
+                    self._transport(),  # type: ignore[arg-type]
+                    cache=None,
+                    client_info=_CLIENT_INFO,
+                ) as client:
                     self.client = client
                     scope.deadline = math.inf
                     if not self.ready.done():
@@ -370,13 +376,17 @@ class _Core:
             try:
                 tools: list[mcp_types.Tool] = []
                 cursor: str | None = None
+                seen: set[str] = set()
                 for _ in range(_MAX_PAGES):
                     page = await client.list_tools(cursor=cursor)
                     tools.extend(page.tools)
                     cursor = page.next_cursor
                     if not cursor:
-                        break
-                return tools
+                        return tools
+                    if cursor in seen:
+                        raise self._paging_error(f"repeated the cursor {cursor[:80]!r}")
+                    seen.add(cursor)
+                raise self._paging_error(f"still had more after {_MAX_PAGES} pages")
             except MCPError as e:
                 if _is_transport_failure(e) and attempt == 0:
                     conn.fail(conn.problem or e.message)
@@ -389,6 +399,13 @@ class _Core:
                     cause=e,
                 ) from e
         raise AssertionError("unreachable")
+
+    def _paging_error(self, what: str) -> McpError:
+        return McpError(
+            f"{self.config.describe()}: tools/list {what}; the server's paging loops",
+            code=ErrorCode.MCP_EXECUTION_ERROR,
+            details={"server_name": self.config.server_name},
+        )
 
     async def _do_call_tool(
         self, name: str, arguments: dict[str, Any], timeout: float | None
@@ -513,13 +530,22 @@ def _is_session_lost(e: MCPError) -> bool:
 
 
 def _make_tools(core: _Core, tools: list[mcp_types.Tool]) -> list[McpTool]:
-    from .tool import McpTool, McpToolCard
-
-    seen: set[str] = set()
+    """One tool per remote name (a name listed again is dropped with a warning: calls could
+    not tell the two apart); model-facing names are made unique in listing order."""
+    remote: set[str] = set()
+    taken: set[str] = set()
     out: list[McpTool] = []
     for t in tools:
-        card = McpToolCard.from_mcp(t, core.config, taken=seen)
-        seen.add(card.name)
+        if t.name in remote:
+            log.warning(
+                "%s: tool %r is listed more than once; the first is used",
+                core.config.describe(),
+                t.name,
+            )
+            continue
+        remote.add(t.name)
+        card = McpToolCard.from_mcp(t, core.config, taken=taken)
+        taken.add(card.name)
         out.append(McpTool(card, core))
     return out
 

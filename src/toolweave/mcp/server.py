@@ -20,6 +20,7 @@ import mcp_types
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
+from .. import __version__
 from ..errors import ToolCardError
 from ..execution.content import FileContent, ImageContent, TextContent
 from ..execution.executor import DefaultToolExecutor, error_text
@@ -120,11 +121,11 @@ def build_mcp_server(
     tools: Iterable[Tool],
     *,
     name: str = "toolweave",
-    version: str = "",
+    version: str | None = None,
     instructions: str | None = None,
 ) -> Server[Any]:
     """The SDK's low-level `Server` serving `tools` (run it yourself, or connect to it
-    in-process with ``mcp.Client(server)``)."""
+    in-process with ``mcp.Client(server)``); `version` defaults to toolweave's."""
     by_name: dict[str, Tool] = {}
     for t in tools:
         if not isinstance(t, Tool):
@@ -163,7 +164,7 @@ def build_mcp_server(
 
     return Server(
         name,
-        version=version,
+        version=version or __version__,
         instructions=instructions,
         get_tool_input_schema=input_schema,
         on_list_tools=list_tools,

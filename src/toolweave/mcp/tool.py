@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 import mcp_types
 
@@ -11,10 +11,8 @@ from ..errors import ErrorCode, McpError
 from ..execution.content import ContentPart, FileContent, ImageContent, TextContent
 from ..tools.base import Tool
 from ..tools.card import ToolCard
+from ._session import McpToolSession
 from .config import McpServerConfig, mcp_model_tool_name, sanitize_tool_name
-
-if TYPE_CHECKING:
-    from .client import McpClient, SyncMcpClient, _Core
 
 __all__ = ["McpTool", "McpToolCard", "mcp_result_to_value"]
 
@@ -59,7 +57,12 @@ class McpToolCard(ToolCard):
             else sanitize_tool_name(tool.name)
         )
         if taken and name in taken:
-            name = sanitize_tool_name(f"{name}_{_short_hash(tool.name)}")
+            # Deterministic: a hash of the server's name, then a counter should that clash too.
+            base = sanitize_tool_name(f"{name}_{_short_hash(tool.name)}")
+            name, n = base, 1
+            while name in taken:
+                n += 1
+                name = sanitize_tool_name(f"{base}_{n}")
         metadata: dict[str, Any] = {"mcp_tool_name": tool.name}
         idempotent = False
         if tool.annotations is not None:
@@ -167,7 +170,7 @@ class McpTool(Tool):
     supported (182010).
     """
 
-    def __init__(self, card: McpToolCard, client: McpClient | SyncMcpClient | _Core | None) -> None:
+    def __init__(self, card: McpToolCard, client: object) -> None:
         if isinstance(client, McpToolCard) and not isinstance(card, McpToolCard):
             raise TypeError(
                 "McpTool takes the card first: McpTool(card, client) (openJiuwen's MCPTool "
@@ -177,8 +180,11 @@ class McpTool(Tool):
             raise McpError(
                 f"MCP tool {card.name!r} has no client", code=ErrorCode.MCP_CLIENT_NOT_SUPPORTED
             )
+        session = getattr(client, "_core", client)  # an McpClient / SyncMcpClient, or a session
+        if not isinstance(session, McpToolSession):
+            raise TypeError(f"McpTool needs an McpClient, SyncMcpClient or session, got {client!r}")
         super().__init__(card)
-        self._core: _Core = cast("_Core", getattr(client, "_core", client))
+        self._session: McpToolSession = session
 
     @property
     def card(self) -> McpToolCard:
@@ -215,5 +221,5 @@ class McpTool(Tool):
         card = self.card
         # The base class already applied the card / per-call timeout around this call;
         # the client's call_timeout is the ceiling when neither is set.
-        result = await self._core.call_tool(card.tool_name_on_server, inputs, None)
+        result = await self._session.call_tool(card.tool_name_on_server, inputs, None)
         return mcp_result_to_value(result, card.name)
