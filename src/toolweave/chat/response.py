@@ -30,6 +30,8 @@ class TokenUsage(BaseModel):
     input_tokens: int | None = None
     output_tokens: int | None = None
     total_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    """Of the output tokens, those spent on reasoning (when the provider says)."""
 
     def __add__(self, other: TokenUsage | None) -> TokenUsage:
         if other is None:
@@ -42,6 +44,7 @@ class TokenUsage(BaseModel):
             input_tokens=add(self.input_tokens, other.input_tokens),
             output_tokens=add(self.output_tokens, other.output_tokens),
             total_tokens=add(self.total_tokens, other.total_tokens),
+            reasoning_tokens=add(self.reasoning_tokens, other.reasoning_tokens),
         )
 
     __radd__ = __add__

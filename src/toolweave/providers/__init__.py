@@ -1,21 +1,26 @@
-"""Model providers over HTTP: OpenAI Chat Completions (and compatible servers), Anthropic
-Messages and Gemini generateContent. See docs/providers.md."""
+"""Model providers over HTTP: OpenAI Chat Completions (and compatible servers) and
+Responses, Azure OpenAI, Anthropic Messages and Gemini generateContent. See
+docs/providers.md."""
 
 from ._http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from .anthropic_chat import AnthropicChatModel
 from .constrained import ConstrainedToolCalling
 from .gemini_chat import GeminiChatModel
-from .openai_chat import OpenAIChatModel, OpenAIStreamAggregator
+from .openai_chat import AzureOpenAIChatModel, OpenAIChatModel, OpenAIStreamAggregator
+from .openai_responses import AzureOpenAIResponsesChatModel, OpenAIResponsesChatModel
 from .probe import Capabilities, aprobe_capabilities, clear_probe_cache, probe_capabilities
 
 __all__ = [
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_TIMEOUT",
     "AnthropicChatModel",
+    "AzureOpenAIChatModel",
+    "AzureOpenAIResponsesChatModel",
     "Capabilities",
     "ConstrainedToolCalling",
     "GeminiChatModel",
     "OpenAIChatModel",
+    "OpenAIResponsesChatModel",
     "OpenAIStreamAggregator",
     "aprobe_capabilities",
     "clear_probe_cache",

@@ -287,6 +287,14 @@ class HttpChatModel(BaseChatModel):
     def _error_class(self, status: int, body: str) -> Any:
         return None
 
+    def _request_headers(self) -> Mapping[str, str] | None:
+        """Headers computed per request (a fresh bearer token), merged over the fixed ones."""
+        return None
+
+    async def _arequest_headers(self) -> Mapping[str, str] | None:
+        """Async `_request_headers`."""
+        return None
+
     def unsupported(self, option: str, reason: str = "") -> UnsupportedOptionError:
         """The error for an option this provider cannot honour."""
         return UnsupportedOptionError(self.provider, option, reason)
@@ -345,14 +353,14 @@ class HttpChatModel(BaseChatModel):
     def chat(self, request: ChatRequest) -> ChatResponse:
         """Send `request` and return the full response (sync HTTP client)."""
         url, body = self._prepare(request, False)
-        data = self._http.post_json(url, body)
+        data = self._http.post_json(url, body, self._request_headers())
         with _shapes(self._http.protocol_error, "the response"):
             return self._parse_for(request, data)
 
     async def achat(self, request: ChatRequest) -> ChatResponse:
         """Send `request` and return the full response (async HTTP client)."""
         url, body = self._prepare(request, False)
-        data = await self._http.apost_json(url, body)
+        data = await self._http.apost_json(url, body, await self._arequest_headers())
         with _shapes(self._http.protocol_error, "the response"):
             return self._parse_for(request, data)
 
@@ -364,7 +372,7 @@ class HttpChatModel(BaseChatModel):
     def _stream(
         self, url: str, body: dict[str, Any], parser: StreamParser
     ) -> Iterator[StreamEvent]:
-        for batch in self._http.stream_events(url, body):
+        for batch in self._http.stream_events(url, body, self._request_headers()):
             yield from feed_batch(parser, batch, self._http.protocol_error)
         yield from finish_stream(parser, self._http.protocol_error)
 
@@ -376,7 +384,7 @@ class HttpChatModel(BaseChatModel):
     async def _astream(
         self, url: str, body: dict[str, Any], parser: StreamParser
     ) -> AsyncIterator[StreamEvent]:
-        events = self._http.astream_events(url, body)
+        events = self._http.astream_events(url, body, await self._arequest_headers())
         try:
             async for batch in events:
                 for event in feed_batch(parser, batch, self._http.protocol_error):

@@ -300,6 +300,11 @@ class HttpTransport:
                 await client.aclose()
         self.close()
 
+    def add_secret(self, secret: str) -> None:
+        """Mask `secret` too (a credential sent in a header of the model's own)."""
+        if secret and secret not in self._secrets:
+            self._secrets = (*self._secrets, secret)
+
     # errors -------------------------------------------------------------------------------
     def redact(self, text: str) -> str:
         """`text` with this transport's secrets masked."""

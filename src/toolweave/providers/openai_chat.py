@@ -27,6 +27,7 @@ from ..dialects import openai_tools, to_openai_strict
 from ..errors import SchemaError, UnsupportedOptionError
 from ..execution.content import FileContent, ImageContent, TextContent
 from ..execution.requests import ToolExecutionRequest
+from ._azure import AZURE_PROVIDER, AzureSettings, TokenProvider
 from ._base import HttpChatModel, StreamParser
 from ._http import DEFAULT_MAX_RETRIES, HttpTransport, decode_json
 from ._sse import SSEEvent
@@ -39,12 +40,13 @@ from .constrained import (
     repeat_follow_up,
 )
 
-__all__ = ["OpenAIChatModel", "OpenAIStreamAggregator"]
+__all__ = ["AzureOpenAIChatModel", "OpenAIChatModel", "OpenAIStreamAggregator"]
 
 logger = logging.getLogger("toolweave.providers")
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 PROVIDER = "openai"
+AZURE_CHAT_API_VERSION = "2024-10-21"
 
 _FINISH = {
     "stop": FinishReason.STOP,
@@ -789,3 +791,55 @@ class OpenAIChatModel(HttpChatModel):
                 if isinstance(event, ResponseCompleted):
                     event = ResponseCompleted(after_repeat(first, event.response))
                 yield event
+
+
+class AzureOpenAIChatModel(OpenAIChatModel):
+    """Chat Completions on Azure OpenAI: `deployment` (also sent as `model`), `endpoint`
+    (else `AZURE_OPENAI_ENDPOINT`), `api_version` (else `OPENAI_API_VERSION`, else
+    `2024-10-21`; `"v1"` for Azure's version-less API), and `api_key` (else
+    `AZURE_OPENAI_API_KEY`, sent as `api-key`) or `token_provider` (Microsoft Entra ID). Every
+    other option is `OpenAIChatModel`'s. See docs/providers.md."""
+
+    provider = AZURE_PROVIDER
+
+    def __init__(
+        self,
+        deployment: str,
+        *,
+        endpoint: str | None = None,
+        api_version: str | None = None,
+        api_key: str | None = None,
+        token_provider: TokenProvider | None = None,
+        headers: Mapping[str, str] | None = None,
+        **options: Any,
+    ) -> None:
+        self.azure = AzureSettings.resolve(
+            type(self).__name__,
+            endpoint=endpoint,
+            deployment=deployment,
+            api_version=api_version,
+            default_version=AZURE_CHAT_API_VERSION,
+            api_key=api_key,
+            token_provider=token_provider,
+        )
+        super().__init__(
+            deployment,
+            api_key="",  # not OPENAI_API_KEY, and no Bearer header
+            base_url=self.azure.endpoint,
+            headers={**self.azure.key_headers, **(headers or {})},
+            **options,
+        )
+        if self.azure.api_key:
+            self._http.add_secret(self.azure.api_key)
+
+    def __repr__(self) -> str:
+        return self.azure.describe(type(self).__name__)
+
+    def _url(self, model: str, stream: bool) -> str:
+        return self.azure.url("chat/completions")
+
+    def _request_headers(self) -> Mapping[str, str] | None:
+        return self.azure.token_headers()
+
+    async def _arequest_headers(self) -> Mapping[str, str] | None:
+        return await self.azure.atoken_headers()

@@ -1,0 +1,124 @@
+"""What the two Azure OpenAI models share: settings, URLs and Entra ID tokens.
+
+Two URL schemes, chosen by `api_version`:
+
+- a dated version (Chat Completions default `2024-10-21`; Responses `2025-04-01-preview`):
+  `{endpoint}/openai/deployments/{deployment}/chat/completions?api-version=...` and
+  `{endpoint}/openai/responses?api-version=...`;
+- `"v1"`, Azure's version-less API: `{endpoint}/openai/v1/chat/completions` and
+  `{endpoint}/openai/v1/responses`.
+
+The key (`api_key`, else `AZURE_OPENAI_API_KEY`) goes in the `api-key` header; with a
+`token_provider` (a callable returning a Microsoft Entra ID token, called before every
+request, e.g. azure-identity's `get_bearer_token_provider(...)`) the request carries
+`Authorization: Bearer <token>` instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from urllib.parse import quote
+
+__all__ = ["AZURE_PROVIDER", "AzureSettings", "TokenProvider"]
+
+AZURE_PROVIDER = "azure.ai.openai"
+TokenProvider = Callable[[], str | Awaitable[str]]
+"""Returns a bearer token (Microsoft Entra ID), sync or async."""
+
+
+@dataclass(frozen=True, slots=True)
+class AzureSettings:
+    """Where and how one Azure OpenAI deployment is reached."""
+
+    endpoint: str
+    deployment: str
+    api_version: str
+    api_key: str | None
+    token_provider: TokenProvider | None
+
+    @classmethod
+    def resolve(
+        cls,
+        owner: str,
+        *,
+        endpoint: str | None,
+        deployment: str,
+        api_version: str | None,
+        default_version: str,
+        api_key: str | None,
+        token_provider: TokenProvider | None,
+    ) -> AzureSettings:
+        """Settings from the arguments and the environment (`AZURE_OPENAI_ENDPOINT`,
+        `AZURE_OPENAI_API_KEY`, `OPENAI_API_VERSION`); `ValueError` naming what is missing."""
+        if not deployment:
+            raise ValueError(f"{owner} needs a deployment name")
+        endpoint = endpoint or os.environ.get("AZURE_OPENAI_ENDPOINT")
+        if not endpoint:
+            raise ValueError(
+                f"{owner} needs endpoint= (https://<resource>.openai.azure.com) "
+                "or the AZURE_OPENAI_ENDPOINT environment variable"
+            )
+        version = api_version or os.environ.get("OPENAI_API_VERSION") or default_version
+        if token_provider is not None:
+            if api_key is not None:
+                raise ValueError(f"{owner}: give api_key or token_provider, not both")
+            return cls(endpoint.rstrip("/"), deployment, version, None, token_provider)
+        key = api_key if api_key is not None else os.environ.get("AZURE_OPENAI_API_KEY")
+        if not key:
+            raise ValueError(
+                f"{owner} needs a key: api_key= or the AZURE_OPENAI_API_KEY environment "
+                "variable (or token_provider= for Microsoft Entra ID)"
+            )
+        return cls(endpoint.rstrip("/"), deployment, version, key, None)
+
+    @property
+    def key_headers(self) -> dict[str, str]:
+        """The fixed authentication header (none with a token provider)."""
+        return {"api-key": self.api_key} if self.api_key else {}
+
+    def url(self, operation: str) -> str:
+        """The URL of `operation` (`"chat/completions"` or `"responses"`)."""
+        if self.api_version == "v1":
+            return f"{self.endpoint}/openai/v1/{operation}"
+        version = quote(self.api_version, safe="")
+        if operation == "responses":
+            return f"{self.endpoint}/openai/responses?api-version={version}"
+        deployment = quote(self.deployment, safe="")
+        return f"{self.endpoint}/openai/deployments/{deployment}/{operation}?api-version={version}"
+
+    def token_headers(self) -> dict[str, str] | None:
+        """A fresh bearer header (sync faces), or None without a token provider."""
+        if self.token_provider is None:
+            return None
+        token = self.token_provider()
+        if inspect.isawaitable(token):
+            close = getattr(token, "close", None)
+            if close is not None:
+                close()
+            raise TypeError("an async token_provider can only be used from the async faces")
+        return {"authorization": f"Bearer {token}"}
+
+    async def atoken_headers(self) -> dict[str, str] | None:
+        """A fresh bearer header (async faces), or None without a token provider."""
+        provider = self.token_provider
+        if provider is None:
+            return None
+        if inspect.iscoroutinefunction(provider):
+            token = await provider()
+        else:
+            # a sync provider may refresh its token over the network: not on the loop
+            token = await asyncio.to_thread(provider)
+            if inspect.isawaitable(token):
+                token = await token
+        return {"authorization": f"Bearer {token}"}
+
+    def describe(self, cls_name: str) -> str:
+        """The repr of a model using these settings."""
+        return (
+            f"{cls_name}(deployment={self.deployment!r}, endpoint={self.endpoint!r}, "
+            f"api_version={self.api_version!r})"
+        )

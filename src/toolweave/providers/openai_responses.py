@@ -1,0 +1,624 @@
+"""`OpenAIResponsesChatModel`: OpenAI's Responses API (`POST {base_url}/responses`).
+
+The conversation becomes a list of input items: messages, `function_call` and
+`function_call_output` items, and the items the model produced that must go back verbatim
+(reasoning items with their encrypted content, hosted-tool calls such as web search). The
+model's output items are kept, in order, in `AiMessage.attributes["openai_responses"]`, so
+reasoning survives tool rounds with `store=False` (the default).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import httpx2
+
+from ..chat.events import (
+    CompleteToolCall,
+    PartialToolCall,
+    ReasoningDelta,
+    ResponseCompleted,
+    StreamEvent,
+    TextDelta,
+)
+from ..chat.messages import AiMessage, SystemMessage, ToolExecutionResultMessage, UserMessage
+from ..chat.request import ChatRequest, ChatRequestParameters, ToolChoice
+from ..chat.response import ChatResponse, FinishReason, TokenUsage
+from ..dialects import openai_responses_tool, to_openai_strict
+from ..errors import SchemaError
+from ..execution.content import FileContent, ImageContent, TextContent
+from ..execution.requests import ToolExecutionRequest
+from ._azure import AZURE_PROVIDER, AzureSettings, TokenProvider
+from ._base import HttpChatModel
+from ._http import DEFAULT_MAX_RETRIES, HttpTransport
+from ._sse import SSEEvent
+
+__all__ = ["AzureOpenAIResponsesChatModel", "OpenAIResponsesChatModel", "ResponsesStreamParser"]
+
+logger = logging.getLogger("toolweave.providers")
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+PROVIDER = "openai"
+AZURE_RESPONSES_API_VERSION = "2025-04-01-preview"
+ATTRIBUTE = "openai_responses"
+"""The key in `AiMessage.attributes` holding the response id and its output items."""
+
+_INCOMPLETE = {
+    "max_output_tokens": FinishReason.LENGTH,
+    "content_filter": FinishReason.CONTENT_FILTER,
+}
+
+
+def _usage(raw: Any) -> TokenUsage | None:
+    if not isinstance(raw, Mapping):
+        return None
+    details = raw.get("output_tokens_details")
+    reasoning = details.get("reasoning_tokens") if isinstance(details, Mapping) else None
+    return TokenUsage(
+        input_tokens=raw.get("input_tokens"),
+        output_tokens=raw.get("output_tokens"),
+        total_tokens=raw.get("total_tokens"),
+        reasoning_tokens=reasoning,
+    )
+
+
+def _text_of(item: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """(output texts, refusals) of a `message` output item."""
+    texts: list[str] = []
+    refusals: list[str] = []
+    for part in item.get("content") or ():
+        if not isinstance(part, Mapping):
+            continue
+        if part.get("type") == "output_text" and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif part.get("type") == "refusal" and isinstance(part.get("refusal"), str):
+            refusals.append(part["refusal"])
+    return texts, refusals
+
+
+def _reasoning_of(item: Mapping[str, Any]) -> list[str]:
+    """The readable reasoning of a `reasoning` item: its summary texts, else its content."""
+    out = [
+        part["text"]
+        for part in item.get("summary") or ()
+        if isinstance(part, Mapping) and isinstance(part.get("text"), str)
+    ]
+    if not out:
+        out = [
+            part["text"]
+            for part in item.get("content") or ()
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str)
+        ]
+    return out
+
+
+def _call_request(item: Mapping[str, Any]) -> ToolExecutionRequest:
+    arguments = item.get("arguments")
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments, ensure_ascii=False) if arguments is not None else ""
+    kwargs: dict[str, Any] = {
+        "name": item.get("name") or "",
+        "arguments": arguments if arguments.strip() else "{}",
+    }
+    call_id = item.get("call_id") or item.get("id")
+    if call_id:
+        kwargs["id"] = call_id
+    return ToolExecutionRequest(**kwargs)
+
+
+def _finish_reason(data: Mapping[str, Any], has_calls: bool) -> FinishReason:
+    status = data.get("status")
+    if status == "incomplete":
+        details = data.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, Mapping) else None
+        return _INCOMPLETE.get(str(reason), FinishReason.OTHER)
+    if has_calls:
+        return FinishReason.TOOL_EXECUTION
+    return FinishReason.STOP if status in ("completed", None) else FinishReason.OTHER
+
+
+def parse_response(data: Any, transport: HttpTransport) -> ChatResponse:
+    """A `ChatResponse` from a Responses API `response` object."""
+    if not isinstance(data, Mapping):
+        raise transport.protocol_error("the response is not a JSON object")
+    if data.get("status") == "failed" or data.get("error"):
+        raise transport.stream_error(data.get("error") or {"message": "the response failed"})
+    output = data.get("output")
+    if not isinstance(output, list):
+        raise transport.protocol_error("the response has no output list")
+    texts: list[str] = []
+    refusals: list[str] = []
+    reasoning: list[str] = []
+    requests: list[ToolExecutionRequest] = []
+    items: list[dict[str, Any]] = []
+    for item in output:
+        if not isinstance(item, Mapping):
+            raise transport.protocol_error(f"an output item is not an object: {item!r:.200}")
+        kind = item.get("type")
+        if kind == "message":
+            t, r = _text_of(item)
+            texts.extend(t)
+            refusals.extend(r)
+        elif kind == "function_call":
+            requests.append(_call_request(item))
+        elif kind == "reasoning":
+            reasoning.extend(_reasoning_of(item))
+        items.append(dict(item))
+    metadata: dict[str, Any] = {}
+    for key in ("created_at", "usage", "status", "incomplete_details"):
+        if data.get(key) is not None:
+            metadata[key] = data[key]
+    if refusals:
+        metadata["refusal"] = "".join(refusals)
+    attributes = {ATTRIBUTE: {"id": data.get("id"), "output": items}}
+    message = AiMessage(
+        "".join(texts) or None,
+        tool_execution_requests=requests,
+        reasoning="\n\n".join(reasoning) or None,
+        attributes=attributes,
+    )
+    return ChatResponse(
+        message,
+        finish_reason=_finish_reason(data, bool(requests)),
+        usage=_usage(data.get("usage")),
+        model=data.get("model"),
+        id=data.get("id"),
+        metadata=metadata,
+    )
+
+
+class ResponsesStreamParser:
+    """Turns the typed events of a Responses stream into toolweave stream events.
+
+    Function calls are numbered in the order their items are added (reasoning and message
+    items take output indexes too); each call's argument deltas are `PartialToolCall`s and
+    the call is complete (`CompleteToolCall`) at `response.function_call_arguments.done` or
+    its `response.output_item.done`, whichever comes first; nothing changes it afterwards.
+    The stream ends with `response.completed` / `response.incomplete`, whose response object
+    is authoritative for the final message; `response.failed` and `error` events raise.
+    """
+
+    def __init__(self, transport: HttpTransport) -> None:
+        self._transport = transport
+        self._calls: dict[int, int] = {}  # output_index -> call index
+        self._requests: list[ToolExecutionRequest | None] = []
+        self._names: list[str | None] = []
+        self._ids: list[str | None] = []
+        self._parts: list[list[str]] = []
+        self._final: ChatResponse | None = None
+
+    def feed(self, event: SSEEvent) -> list[StreamEvent]:
+        """Consume one SSE event."""
+        if event.is_done or not event.data.strip():
+            return []
+        if self._final is not None:
+            logger.warning("openai responses stream: event after the response ended ignored")
+            return []
+        try:
+            data = json.loads(event.data)
+        except ValueError:
+            raise self._transport.protocol_error(
+                f"a stream event is not JSON: {event.data[:200]!r}"
+            ) from None
+        if not isinstance(data, dict):
+            raise self._transport.protocol_error("a stream event is not a JSON object")
+        kind = data.get("type") or event.event
+        out: list[StreamEvent] = []
+        if kind == "response.output_text.delta":
+            delta = data["delta"]
+            if delta:
+                out.append(TextDelta(str(delta)))
+        elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+            delta = data["delta"]
+            if delta:
+                out.append(ReasoningDelta(str(delta)))
+        elif kind == "response.output_item.added":
+            item = data["item"]
+            if item.get("type") == "function_call":
+                self._start(int(data["output_index"]), item, out)
+        elif kind == "response.function_call_arguments.delta":
+            index = self._calls.get(int(data["output_index"]))
+            if index is not None and self._requests[index] is None and data["delta"]:
+                self._parts[index].append(str(data["delta"]))
+                out.append(PartialToolCall(index, None, None, str(data["delta"])))
+        elif kind == "response.function_call_arguments.done":
+            index = self._calls.get(int(data["output_index"]))
+            if index is not None:
+                self._complete(index, data.get("arguments"), out)
+        elif kind == "response.output_item.done":
+            item = data["item"]
+            if item.get("type") == "function_call":
+                position = int(data["output_index"])
+                if position not in self._calls:
+                    self._start(position, item, out)
+                index = self._calls[position]
+                if item.get("call_id") and self._requests[index] is None:
+                    self._ids[index] = item["call_id"]
+                self._complete(index, item.get("arguments"), out)
+        elif kind in ("response.completed", "response.incomplete"):
+            self._final = parse_response(data["response"], self._transport)
+            for index in range(len(self._requests)):
+                if self._requests[index] is None:
+                    self._complete(index, None, out)
+            out.append(ResponseCompleted(self._consistent(self._final)))
+        elif kind == "response.failed":
+            response = data.get("response") or {}
+            raise self._transport.stream_error(
+                response.get("error") or {"message": "the response failed"}
+            )
+        elif kind == "error":
+            raise self._transport.stream_error(data)
+        return out
+
+    def _start(self, position: int, item: Mapping[str, Any], out: list[StreamEvent]) -> None:
+        index = len(self._requests)
+        self._calls[position] = index
+        self._requests.append(None)
+        call_id = item.get("call_id") or None
+        name = item.get("name") or None
+        self._ids.append(call_id)
+        self._names.append(name)
+        args = item.get("arguments") or ""
+        self._parts.append([args] if args else [])
+        out.append(PartialToolCall(index, call_id, name, args))
+
+    def _complete(self, index: int, arguments: Any, out: list[StreamEvent]) -> None:
+        if self._requests[index] is not None:
+            return
+        text = arguments if isinstance(arguments, str) else "".join(self._parts[index])
+        kwargs: dict[str, Any] = {
+            "name": self._names[index] or "",
+            "arguments": text if text.strip() else "{}",
+        }
+        if self._ids[index]:
+            kwargs["id"] = self._ids[index]
+        request = ToolExecutionRequest(**kwargs)
+        self._requests[index] = request
+        out.append(CompleteToolCall(index, request))
+
+    def _consistent(self, response: ChatResponse) -> ChatResponse:
+        """The final response, with the calls exactly as they were announced (a completed
+        call never changes; the final object may repeat them)."""
+        announced = [r for r in self._requests if r is not None]
+        final = list(response.ai_message.tool_execution_requests)
+        if final and [(r.id, r.name) for r in final] != [(r.id, r.name) for r in announced]:
+            logger.warning(
+                "openai responses stream: the completed response lists other calls than "
+                "the stream announced; keeping the announced calls"
+            )
+        if final == announced:
+            return response
+        message = response.ai_message.model_copy(update={"tool_execution_requests": announced})
+        return response.model_copy(update={"ai_message": message})
+
+    def finish(self) -> list[StreamEvent]:
+        """The stream ended: it must have ended with a terminal event."""
+        if self._final is None:
+            raise self._transport.protocol_error(
+                "the stream ended before the response was complete (no response.completed)"
+            )
+        return []
+
+
+class OpenAIResponsesChatModel(HttpChatModel):
+    """The Responses API (`POST {base_url}/responses`), OpenAI's API for current models.
+
+    Same conventions as `OpenAIChatModel`: the key defaults to `OPENAI_API_KEY`, `base_url`
+    ends with the API version. `store=False` (the default) keeps nothing on OpenAI's side and
+    asks for `reasoning.encrypted_content`, which is sent back with the reasoning items so
+    reasoning models keep their reasoning across tool rounds. `store=True` with
+    `chain=True` sends `previous_response_id` and only the items after that response.
+    `reasoning_effort` / `reasoning_summary` fill `reasoning`. `hosted_tools` are raw
+    `tools[]` entries (web search, file search, code interpreter, remote MCP) sent as they
+    are; their output items are kept in the history and sent back, never run by toolweave.
+    """
+
+    provider = PROVIDER
+    supports_response_format = True
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        strict_tools: bool | None = None,
+        store: bool = False,
+        chain: bool = False,
+        reasoning_effort: str | None = None,
+        reasoning_summary: str | None = None,
+        hosted_tools: Sequence[Mapping[str, Any]] = (),
+        organization: str | None = None,
+        project: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | httpx2.Timeout | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        default_parameters: ChatRequestParameters | None = None,
+        http_client: httpx2.Client | None = None,
+        async_http_client: httpx2.AsyncClient | None = None,
+    ) -> None:
+        if chain and not store:
+            raise ValueError("chain=True needs store=True (previous responses must be stored)")
+        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        all_headers: dict[str, str] = {"accept": "application/json"}
+        if key:
+            all_headers["authorization"] = f"Bearer {key}"
+        if organization:
+            all_headers["openai-organization"] = organization
+        if project:
+            all_headers["openai-project"] = project
+        all_headers.update(headers or {})
+        super().__init__(
+            model=model,
+            api_key=key,
+            base_url=base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL,
+            headers=all_headers,
+            timeout=timeout,
+            max_retries=max_retries,
+            default_parameters=default_parameters,
+            http_client=http_client,
+            async_http_client=async_http_client,
+        )
+        self.strict_tools = strict_tools
+        self.store = store
+        self.chain = chain
+        self.reasoning_effort = reasoning_effort
+        self.reasoning_summary = reasoning_summary
+        self.hosted_tools = tuple(dict(t) for t in hosted_tools)
+
+    def _url(self, model: str, stream: bool) -> str:
+        return f"{self.base_url}/responses"
+
+    # request --------------------------------------------------------------------------------
+    def _body(
+        self, request: ChatRequest, params: ChatRequestParameters, model: str, stream: bool
+    ) -> dict[str, Any]:
+        messages = list(request.messages)
+        body: dict[str, Any] = {"model": model}
+        # instructions are not carried over by previous_response_id: always sent
+        instructions = [m.text for m in messages if isinstance(m, SystemMessage)]
+        if self.chain:
+            previous, messages = _after_last_response(messages)
+            if previous:
+                body["previous_response_id"] = previous
+        if instructions:
+            body["instructions"] = "\n\n".join(instructions)
+        body["input"] = [
+            item for m in messages if not isinstance(m, SystemMessage) for item in self._items(m)
+        ]
+        body["store"] = self.store
+        if not self.store:
+            body["include"] = ["reasoning.encrypted_content"]
+        if params.temperature is not None:
+            body["temperature"] = params.temperature
+        if params.top_p is not None:
+            body["top_p"] = params.top_p
+        if params.max_tokens is not None:
+            body["max_output_tokens"] = params.max_tokens
+        if params.stop:
+            raise self.unsupported("stop", "the Responses API has no stop sequences")
+        cards = params.tools or ()
+        tools = [openai_responses_tool(card, self.strict_tools) for card in cards]
+        tools.extend(self.hosted_tools)
+        if tools:
+            body["tools"] = tools
+        choice = params.tool_choice
+        if choice is not None:
+            if not tools:
+                if choice.mode in ("required", "tool"):
+                    raise self.unsupported("tool_choice", f"{choice!r} needs tools in the request")
+            else:
+                body["tool_choice"] = self._tool_choice(choice, cards)
+        if params.parallel_tool_calls is not None and tools:
+            body["parallel_tool_calls"] = params.parallel_tool_calls
+        reasoning: dict[str, Any] = {}
+        if self.reasoning_effort:
+            reasoning["effort"] = self.reasoning_effort
+        if self.reasoning_summary:
+            reasoning["summary"] = self.reasoning_summary
+        if reasoning:
+            body["reasoning"] = reasoning
+        if params.response_format is not None:
+            body["text"] = {"format": self._text_format(params)}
+        if stream:
+            body["stream"] = True
+        return body
+
+    def _text_format(self, params: ChatRequestParameters) -> dict[str, Any]:
+        output = self.output_schema(params)
+        assert output is not None
+        schema, strict = output.json_schema, False
+        try:
+            schema, strict = to_openai_strict(schema), True
+        except SchemaError:
+            pass
+        spec: dict[str, Any] = {
+            "type": "json_schema",
+            "name": output.name,
+            "schema": schema,
+            "strict": strict,
+        }
+        description = output.json_schema.get("description")
+        if isinstance(description, str) and description:
+            spec["description"] = description
+        return spec
+
+    def _tool_choice(self, choice: ToolChoice, cards: Sequence[Any]) -> Any:
+        if choice.mode == "tool":
+            if not any(card.name == choice.name for card in cards):
+                raise self.unsupported(
+                    "tool_choice", f"no tool named {choice.name!r} in the request"
+                )
+            return {"type": "function", "name": choice.name}
+        return choice.mode
+
+    def _items(self, message: Any) -> list[dict[str, Any]]:
+        if isinstance(message, UserMessage):
+            return [{"role": "user", "content": self._user_content(message)}]
+        if isinstance(message, AiMessage):
+            return self._ai_items(message)
+        if isinstance(message, ToolExecutionResultMessage):
+            return [
+                {
+                    "type": "function_call_output",
+                    "call_id": message.id,
+                    "output": self._tool_output(message),
+                }
+            ]
+        raise TypeError(f"not a chat message: {type(message).__name__}")
+
+    def _ai_items(self, message: AiMessage) -> list[dict[str, Any]]:
+        """The input items for a past model turn: its own output items in their order when
+        it came from this API (reasoning and hosted-tool items verbatim; calls as the
+        conversation now holds them), else items built from the message."""
+        calls = {call.id: call for call in message.tool_execution_requests}
+        raw = message.attributes.get(ATTRIBUTE)
+        items: list[dict[str, Any]] = []
+        text_sent = False
+        sent: set[str] = set()
+        if isinstance(raw, Mapping) and isinstance(raw.get("output"), list):
+            for item in raw["output"]:
+                kind = item.get("type")
+                if kind == "message":
+                    if message.text and not text_sent:
+                        items.append({"role": "assistant", "content": message.text})
+                        text_sent = True
+                elif kind == "function_call":
+                    call = calls.get(item.get("call_id") or item.get("id"))
+                    if call is None or call.id in sent:
+                        continue
+                    sent.add(call.id)
+                    items.append(_call_item(call, item.get("id")))
+                else:
+                    items.append(dict(item))
+        if message.text and not text_sent:
+            items.append({"role": "assistant", "content": message.text})
+        for call in message.tool_execution_requests:
+            if call.id not in sent:
+                items.append(_call_item(call, None))
+        return items
+
+    def _user_content(self, message: UserMessage) -> Any:
+        if not message.contents:
+            return message.text or ""
+        parts: list[dict[str, Any]] = []
+        if message.text:
+            parts.append({"type": "input_text", "text": message.text})
+        parts.extend(_input_part(part) for part in message.contents)
+        return parts
+
+    def _tool_output(self, message: ToolExecutionResultMessage) -> Any:
+        if not message.contents or all(isinstance(p, TextContent) for p in message.contents):
+            return message.text
+        parts: list[dict[str, Any]] = []
+        if message.text:
+            parts.append({"type": "input_text", "text": message.text})
+        parts.extend(
+            _input_part(part) for part in message.contents if not isinstance(part, TextContent)
+        )
+        return parts
+
+    # response -------------------------------------------------------------------------------
+    def _parse(self, data: Any) -> ChatResponse:
+        return parse_response(data, self._http)
+
+    def _parser(self) -> ResponsesStreamParser:
+        return ResponsesStreamParser(self._http)
+
+
+def _call_item(call: ToolExecutionRequest, item_id: Any) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "type": "function_call",
+        "call_id": call.id,
+        "name": call.name,
+        "arguments": call.arguments,
+    }
+    if isinstance(item_id, str) and item_id:
+        item["id"] = item_id
+    return item
+
+
+def _input_part(part: Any) -> dict[str, Any]:
+    """A Responses `input_*` content part."""
+    if isinstance(part, TextContent):
+        return {"type": "input_text", "text": part.text}
+    if isinstance(part, ImageContent):
+        url = part.url or f"data:{part.mime_type};base64,{part.data}"
+        return {"type": "input_image", "image_url": url, "detail": "auto"}
+    if isinstance(part, FileContent):
+        out: dict[str, Any] = {"type": "input_file"}
+        if part.data:
+            out["file_data"] = f"data:{part.mime_type};base64,{part.data}"
+        elif part.url:
+            out["file_url"] = part.url
+        if part.name:
+            out["filename"] = part.name
+        return out
+    return {"type": "input_text", "text": f"[{getattr(part, 'type', 'content')} content]"}
+
+
+def _after_last_response(messages: list[Any]) -> tuple[str | None, list[Any]]:
+    """(id of the last stored response in `messages`, the messages after it)."""
+    for position in range(len(messages) - 1, -1, -1):
+        message = messages[position]
+        if isinstance(message, AiMessage):
+            raw = message.attributes.get(ATTRIBUTE)
+            if isinstance(raw, Mapping) and isinstance(raw.get("id"), str) and raw["id"]:
+                return raw["id"], messages[position + 1 :]
+    return None, messages
+
+
+class AzureOpenAIResponsesChatModel(OpenAIResponsesChatModel):
+    """The Responses API on Azure OpenAI: `deployment` (also sent as `model`), `endpoint`
+    (else `AZURE_OPENAI_ENDPOINT`), `api_version` (else `OPENAI_API_VERSION`, else
+    `2025-04-01-preview`; `"v1"` for Azure's version-less API), and `api_key` (else
+    `AZURE_OPENAI_API_KEY`, sent as `api-key`) or `token_provider` (Microsoft Entra ID). Every
+    other option is `OpenAIResponsesChatModel`'s. See docs/providers.md."""
+
+    provider = AZURE_PROVIDER
+
+    def __init__(
+        self,
+        deployment: str,
+        *,
+        endpoint: str | None = None,
+        api_version: str | None = None,
+        api_key: str | None = None,
+        token_provider: TokenProvider | None = None,
+        headers: Mapping[str, str] | None = None,
+        **options: Any,
+    ) -> None:
+        self.azure = AzureSettings.resolve(
+            type(self).__name__,
+            endpoint=endpoint,
+            deployment=deployment,
+            api_version=api_version,
+            default_version=AZURE_RESPONSES_API_VERSION,
+            api_key=api_key,
+            token_provider=token_provider,
+        )
+        super().__init__(
+            deployment,
+            api_key="",  # not OPENAI_API_KEY, and no Bearer header
+            base_url=self.azure.endpoint,
+            headers={**self.azure.key_headers, **(headers or {})},
+            **options,
+        )
+        if self.azure.api_key:
+            self._http.add_secret(self.azure.api_key)
+
+    def __repr__(self) -> str:
+        return self.azure.describe(type(self).__name__)
+
+    def _url(self, model: str, stream: bool) -> str:
+        return self.azure.url("responses")
+
+    def _request_headers(self) -> Mapping[str, str] | None:
+        return self.azure.token_headers()
+
+    async def _arequest_headers(self) -> Mapping[str, str] | None:
+        return await self.azure.atoken_headers()
