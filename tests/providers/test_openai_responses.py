@@ -711,3 +711,12 @@ def test_azure_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) ->
     assert "authorization" not in model._http._headers
     with pytest.raises(ValueError, match="not both"):
         AzureOpenAIChatModel("d", api_key="k", token_provider=lambda: "t")
+
+
+def test_a_missing_key_is_reported_before_sending(monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolweave.errors import MissingApiKeyError
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(MissingApiKeyError, match="OPENAI_API_KEY"):
+        OpenAIResponsesChatModel("gpt-5").chat(ChatRequest([UserMessage("hi")]))

@@ -477,7 +477,7 @@ class OpenAIChatModel(HttpChatModel):
     provider = PROVIDER
     supports_response_format = True
     api_key_env = ("OPENAI_API_KEY",)
-    default_base_url = DEFAULT_BASE_URL
+    default_base_url: str | None = DEFAULT_BASE_URL
 
     def __init__(
         self,
@@ -801,6 +801,8 @@ class AzureOpenAIChatModel(OpenAIChatModel):
     other option is `OpenAIChatModel`'s. See docs/providers.md."""
 
     provider = AZURE_PROVIDER
+    api_key_env = ("AZURE_OPENAI_API_KEY",)  # checked when the model is built
+    default_base_url: str | None = None
 
     def __init__(
         self,

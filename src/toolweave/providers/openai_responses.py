@@ -319,6 +319,8 @@ class OpenAIResponsesChatModel(HttpChatModel):
 
     provider = PROVIDER
     supports_response_format = True
+    api_key_env = ("OPENAI_API_KEY",)
+    default_base_url: str | None = DEFAULT_BASE_URL
 
     def __init__(
         self,
@@ -580,6 +582,8 @@ class AzureOpenAIResponsesChatModel(OpenAIResponsesChatModel):
     other option is `OpenAIResponsesChatModel`'s. See docs/providers.md."""
 
     provider = AZURE_PROVIDER
+    api_key_env = ("AZURE_OPENAI_API_KEY",)  # checked when the model is built
+    default_base_url: str | None = None
 
     def __init__(
         self,
