@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo local-model bench fuzz lint typecheck clean
+.PHONY: test demo local-model bench fuzz lint typecheck dist clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,8 +20,17 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy src
 
+# Progress per test file; PYTEST_ARGS adds options, e.g.
+#   make test PYTEST_ARGS='-m "not local_model and not durable"'   # skip the heavy servers
 test: lint typecheck
-	$(BIN)/pytest -q
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+# A wheel in $(DIST) (pip install dist/toolweave-*.whl; extras: 'dist/toolweave-*.whl[mcp]').
+DIST ?= dist
+dist: $(BIN)/python
+	rm -rf $(DIST)
+	$(BIN)/python -m pip wheel -q --no-deps --wheel-dir $(DIST) .
+	@ls $(DIST)/*.whl
 
 # The seed's weather scenario end to end: a cloud provider when its key is set, otherwise a
 # local model (llama.cpp's server, built once and cached, with SmolLM2).
@@ -54,4 +63,4 @@ bench-peers: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python -m benchmarks.peers
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) dist .mypy_cache .pytest_cache .ruff_cache

