@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import itertools
+import time
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolweave.providers._sse import SSEDecoder, SSEEvent
+from toolweave.providers._sse import SSEDecoder, SSEEvent, SSEEventTooLarge
 
 STREAM = (
     ": a comment\r\n"
@@ -67,3 +69,32 @@ def test_unterminated_last_event_is_flushed_and_bom_dropped() -> None:
 
 def test_event_without_data_and_blank_lines() -> None:
     assert _run([b"\n\nevent: ping\n\n\n"]) == [SSEEvent("", event="ping")]
+
+
+def test_one_long_line_is_buffered_in_linear_time() -> None:
+    # 32 MiB without a newline in 16 KiB reads: the old `pending += text` copied the whole
+    # line on every read (about 45 s here); joined once it takes well under a second. The
+    # bound is only a hang guard.
+    decoder = SSEDecoder()
+    piece = b"x" * 16384
+    start = time.monotonic()
+    assert decoder.feed(b"data: ") == []
+    for _ in range(2048):
+        assert decoder.feed(piece) == []
+    (event,) = decoder.feed(b"\n\n")
+    assert time.monotonic() - start < 15
+    assert len(event.data) == 2048 * 16384
+
+
+def test_max_event_size_bounds_a_line_and_the_data_of_one_event() -> None:
+    decoder = SSEDecoder(max_event_size=100)
+    with pytest.raises(SSEEventTooLarge):
+        for _ in range(20):
+            decoder.feed(b"data: " + b"x" * 10)
+    decoder = SSEDecoder(max_event_size=100)
+    with pytest.raises(SSEEventTooLarge):
+        for _ in range(20):
+            decoder.feed(b"data: " + b"x" * 10 + b"\n")  # many data lines, one event
+    decoder = SSEDecoder(max_event_size=100)
+    for _ in range(50):  # many small events are fine
+        assert decoder.feed(b"data: " + b"x" * 60 + b"\n\n")[0].data == "x" * 60

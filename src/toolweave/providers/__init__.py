@@ -2,7 +2,7 @@
 Responses, Azure OpenAI, Anthropic Messages and Gemini generateContent. See
 docs/providers.md."""
 
-from ._http import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
+from ._http import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from .anthropic_chat import AnthropicChatModel
 from .constrained import ConstrainedToolCalling
 from .gemini_chat import GeminiChatModel
@@ -11,6 +11,7 @@ from .openai_responses import AzureOpenAIResponsesChatModel, OpenAIResponsesChat
 from .probe import Capabilities, aprobe_capabilities, clear_probe_cache, probe_capabilities
 
 __all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_TIMEOUT",
     "AnthropicChatModel",

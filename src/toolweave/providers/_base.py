@@ -25,7 +25,13 @@ from ..errors import (
 )
 from ..schema.arguments import parse_arguments
 from ..schema.output import OutputSchema
-from ._http import DEFAULT_MAX_RETRIES, HttpTransport, JsonTooDeepError, decode_json
+from ._http import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_MAX_RETRIES,
+    HttpTransport,
+    JsonTooDeepError,
+    decode_json,
+)
 from ._sse import SSEEvent
 
 __all__ = ["HttpChatModel", "StreamParser", "compact_json", "merge_custom", "output_schema"]
@@ -204,6 +210,7 @@ class HttpChatModel(BaseChatModel):
         default_parameters: ChatRequestParameters | None = None,
         http_client: httpx2.Client | None = None,
         async_http_client: httpx2.AsyncClient | None = None,
+        max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         if not model:
             raise ValueError(f"{type(self).__name__} needs a model name")
@@ -224,6 +231,7 @@ class HttpChatModel(BaseChatModel):
             http_client=http_client,
             async_http_client=async_http_client,
             error_hook=self._error_class,
+            max_response_bytes=max_response_bytes,
         )
 
     def __repr__(self) -> str:

@@ -20,6 +20,9 @@ Rules (they follow the official OpenAI/Anthropic SDKs; see docs/providers.md):
   error's reason (e.g. `Name or service not known`), with that error as `__cause__`;
 - `retry_timeouts=False` (set for the local model: a server busy generating would only
   queue the retry behind the same work) makes a timeout final;
+- size: a non-streamed answer, and each event of a stream, may be at most
+  `max_response_bytes` (default 64 MiB, counted after decompression; None: no limit);
+  beyond it `ProviderError` 183004, not retried. Error bodies are read up to 1 MiB;
 - secrets (the API key, `Authorization`, `x-api-key`, `x-goog-api-key`, `key=` query
   parameters, bearer tokens) never appear in an error message, body excerpt, repr or log line.
 """
@@ -41,9 +44,10 @@ from typing import Any
 import httpx2
 
 from ..errors import AuthenticationError, ErrorCode, ProviderError, RateLimitError
-from ._sse import SSEDecoder, SSEEvent
+from ._sse import SSEDecoder, SSEEvent, SSEEventTooLarge
 
 __all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_TIMEOUT",
     "HttpTransport",
@@ -64,6 +68,9 @@ MAX_RETRY_DELAY = 8.0
 MAX_RETRY_AFTER = 60.0
 BODY_EXCERPT_CHARS = 2000
 MESSAGE_EXCERPT_CHARS = 300
+DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+"""The largest non-streamed answer, and the largest single stream event, accepted."""
+ERROR_BODY_READ = 1024 * 1024
 DEFAULT_LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
 
 _SECRET_PATTERNS = (
@@ -225,7 +232,14 @@ class HttpTransport:
         http_client: httpx2.Client | None = None,
         async_http_client: httpx2.AsyncClient | None = None,
         error_hook: Callable[[int, str], type[ProviderError] | None] | None = None,
+        max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
+        if max_response_bytes is not None and (
+            not isinstance(max_response_bytes, int) or max_response_bytes <= 0
+        ):
+            raise TypeError(
+                f"max_response_bytes must be a positive int or None, got {max_response_bytes!r}"
+            )
         if max_retries is None or not isinstance(max_retries, int) or max_retries < 0:
             raise TypeError(
                 f"max_retries must be a non-negative int (0 disables retries), got {max_retries!r}"
@@ -240,6 +254,7 @@ class HttpTransport:
         else:
             self.timeout = httpx2.Timeout(timeout)
         self.max_retries = max_retries
+        self.max_response_bytes = max_response_bytes
         self._client = http_client
         self._owns_client = http_client is None
         self._aclient = async_http_client
@@ -355,6 +370,53 @@ class HttpTransport:
             code=ErrorCode.PROVIDER_RESPONSE_INVALID,
         )
 
+    def too_large(self, what: str = "the response") -> ProviderError:
+        """The error for an answer or stream event over `max_response_bytes`."""
+        return self.protocol_error(
+            f"{what} is larger than max_response_bytes ({self.max_response_bytes} bytes)"
+        )
+
+    def _limit(self, response: httpx2.Response) -> tuple[int | None, bool]:
+        """How much of `response` to read, and whether more is an error (a success) or
+        just cut off (an error status: only its excerpt and message are needed)."""
+        limit = self.max_response_bytes
+        if response.status_code >= 300:
+            return min(limit or ERROR_BODY_READ, ERROR_BODY_READ), False
+        if limit is not None:
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > limit:
+                raise self.too_large()
+        return limit, True
+
+    def _read(self, response: httpx2.Response) -> bytes:
+        limit, strict = self._limit(response)
+        if limit is None:
+            return response.read()
+        out = bytearray()
+        for chunk in response.iter_bytes():
+            out += chunk
+            if len(out) > limit:
+                if strict:
+                    raise self.too_large()
+                break
+        return bytes(out[:limit])
+
+    async def _aread(self, response: httpx2.Response) -> bytes:
+        limit, strict = self._limit(response)
+        if limit is None:
+            return await response.aread()
+        out = bytearray()
+        async for chunk in response.aiter_bytes():
+            out += chunk
+            if len(out) > limit:
+                if strict:
+                    raise self.too_large()
+                break
+        return bytes(out[:limit])
+
+    def _decoder(self) -> SSEDecoder:
+        return SSEDecoder(self.max_response_bytes)
+
     def not_a_stream(self, content_type: str, body: bytes) -> ProviderError:
         """The error for a 2xx answer to a stream request that is not an event stream (a JSON
         error object, an HTML page): the server's own message, not "the stream ended"."""
@@ -432,11 +494,15 @@ class HttpTransport:
             try:
                 try:
                     response = self.client.send(
-                        self._request(self.client, url, body, headers, attempt)
+                        self._request(self.client, url, body, headers, attempt), stream=True
                     )
+                    try:
+                        content = self._read(response)
+                    finally:
+                        response.close()
                 except _RETRYABLE_EXCEPTIONS as e:
                     raise self._transport_failure(e, attempt) from e
-                self._check(response, response.content, attempt)
+                self._check(response, content, attempt)
             except _Retry as r:
                 self.sleep(r.delay)
                 attempt += 1
@@ -447,7 +513,7 @@ class HttpTransport:
                 response.status_code,
                 attempt + 1,
             )
-            return self._decode(response.content)
+            return self._decode(content)
 
     def stream_events(
         self, url: str, body: Any, headers: Mapping[str, str] | None = None
@@ -465,7 +531,7 @@ class HttpTransport:
                     raise self._transport_failure(e, attempt) from e
                 if response.status_code >= 300:
                     try:
-                        content = response.read()
+                        content = self._read(response)
                     except _RETRYABLE_EXCEPTIONS:
                         content = b""
                     finally:
@@ -485,7 +551,7 @@ class HttpTransport:
                 continue
             break
         try:
-            decoder = SSEDecoder()
+            decoder = self._decoder()
             try:
                 for chunk in response.iter_bytes():
                     batch = decoder.feed(chunk)
@@ -496,6 +562,8 @@ class HttpTransport:
                     yield tail
             except _RETRYABLE_EXCEPTIONS as e:
                 raise self._connection_error(e, during_stream=True) from e
+            except SSEEventTooLarge:
+                raise self.too_large("a stream event") from None
         finally:
             response.close()
 
@@ -509,10 +577,16 @@ class HttpTransport:
             try:
                 client = self.aclient
                 try:
-                    response = await client.send(self._request(client, url, body, headers, attempt))
+                    response = await client.send(
+                        self._request(client, url, body, headers, attempt), stream=True
+                    )
+                    try:
+                        content = await self._aread(response)
+                    finally:
+                        await response.aclose()
                 except _RETRYABLE_EXCEPTIONS as e:
                     raise self._transport_failure(e, attempt) from e
-                self._check(response, response.content, attempt)
+                self._check(response, content, attempt)
             except _Retry as r:
                 await self.asleep(r.delay)
                 attempt += 1
@@ -523,7 +597,7 @@ class HttpTransport:
                 response.status_code,
                 attempt + 1,
             )
-            return self._decode(response.content)
+            return self._decode(content)
 
     async def astream_events(
         self, url: str, body: Any, headers: Mapping[str, str] | None = None
@@ -541,7 +615,7 @@ class HttpTransport:
                     raise self._transport_failure(e, attempt) from e
                 if response.status_code >= 300:
                     try:
-                        content = await response.aread()
+                        content = await self._aread(response)
                     except _RETRYABLE_EXCEPTIONS:
                         content = b""
                     finally:
@@ -561,7 +635,7 @@ class HttpTransport:
                 continue
             break
         try:
-            decoder = SSEDecoder()
+            decoder = self._decoder()
             try:
                 async for chunk in response.aiter_bytes():
                     batch = decoder.feed(chunk)
@@ -572,6 +646,8 @@ class HttpTransport:
                     yield tail
             except _RETRYABLE_EXCEPTIONS as e:
                 raise self._connection_error(e, during_stream=True) from e
+            except SSEEventTooLarge:
+                raise self.too_large("a stream event") from None
         finally:
             await response.aclose()
 

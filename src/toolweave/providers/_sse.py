@@ -5,6 +5,9 @@ in LF, CRLF or CR (a CR at the end of one chunk followed by LF at the start of t
 once); UTF-8 sequences may be split anywhere; `data:` lines accumulate (joined with LF);
 comment lines (`:`) are ignored; a blank line dispatches the event. The `[DONE]` sentinel of
 OpenAI-style streams is an ordinary event whose `data` is `"[DONE]"` (see `SSEEvent.is_done`).
+Buffering is linear in the input (a partial line is kept as a list of pieces), and with
+`max_event_size` an event (its partial line plus the data gathered so far, in characters)
+larger than that raises `SSEEventTooLarge`.
 """
 
 from __future__ import annotations
@@ -12,7 +15,11 @@ from __future__ import annotations
 import codecs
 from dataclasses import dataclass
 
-__all__ = ["SSEDecoder", "SSEEvent"]
+__all__ = ["SSEDecoder", "SSEEvent", "SSEEventTooLarge"]
+
+
+class SSEEventTooLarge(ValueError):
+    """An event (or a line) grew past the decoder's `max_event_size`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,13 +40,28 @@ class SSEEvent:
 class SSEDecoder:
     """Bytes (or str) in, `SSEEvent`s out; keeps partial lines between calls."""
 
-    __slots__ = ("_data", "_decoder", "_event", "_id", "_pending", "_retry", "_skip_lf", "_started")
+    __slots__ = (
+        "_data",
+        "_data_size",
+        "_decoder",
+        "_event",
+        "_id",
+        "_limit",
+        "_pending",
+        "_pending_size",
+        "_retry",
+        "_skip_lf",
+        "_started",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, max_event_size: int | None = None) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._pending = ""
+        self._limit = max_event_size
+        self._pending: list[str] = []
+        self._pending_size = 0
         self._skip_lf = False
         self._data: list[str] = []
+        self._data_size = 0
         self._event: str | None = None
         self._id: str | None = None
         self._retry: int | None = None
@@ -63,14 +85,29 @@ class SSEDecoder:
         if "\r" in text:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
         if "\n" not in text:
-            self._pending += text
+            self._pending.append(text)
+            self._pending_size += len(text)
+            self._check(self._pending_size)
             return []
-        lines = (self._pending + text).split("\n")
-        self._pending = lines.pop()
+        lines = text.split("\n")
+        if self._pending:
+            self._pending.append(lines[0])
+            lines[0] = "".join(self._pending)
+            self._pending = []
+        last = lines.pop()
+        self._pending_size = len(last)
+        if last:
+            self._pending.append(last)
         events: list[SSEEvent] = []
         for line in lines:
             self._line(line, events)
+        self._check(self._pending_size)
         return events
+
+    def _check(self, size: int) -> None:
+        limit = self._limit
+        if limit is not None and size + self._data_size > limit:
+            raise SSEEventTooLarge(f"a stream event is larger than {limit} characters")
 
     def flush(self) -> list[SSEEvent]:
         """End of stream: process any partial line and dispatch a pending event."""
@@ -79,8 +116,9 @@ class SSEDecoder:
         if rest:
             events.extend(self.feed(rest))
         if self._pending:
-            self._line(self._pending, events)
-            self._pending = ""
+            self._line("".join(self._pending), events)
+            self._pending = []
+            self._pending_size = 0
         self._line("", events)
         return events
 
@@ -96,6 +134,7 @@ class SSEDecoder:
                     )
                 )
             self._data = []
+            self._data_size = 0
             self._event = None
             self._retry = None
             return
@@ -106,6 +145,9 @@ class SSEDecoder:
             value = value[1:]
         if field == "data":
             self._data.append(value)
+            if self._limit is not None:
+                self._data_size += len(value) + 1
+                self._check(0)
         elif field == "event":
             self._event = value
         elif field == "id":

@@ -26,7 +26,7 @@ from ..execution.content import ContentPart, FileContent, ImageContent, TextCont
 from ..execution.requests import ToolExecutionRequest
 from ..schema.output import OutputSchema
 from ._base import HttpChatModel, arguments_object, compact_json
-from ._http import DEFAULT_MAX_RETRIES, HttpTransport, decode_json
+from ._http import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRIES, HttpTransport, decode_json
 from ._sse import SSEEvent
 
 __all__ = ["ANSWER_TOOL", "AnthropicChatModel", "AnthropicStreamParser"]
@@ -377,6 +377,7 @@ class AnthropicChatModel(HttpChatModel):
         default_parameters: ChatRequestParameters | None = None,
         http_client: httpx2.Client | None = None,
         async_http_client: httpx2.AsyncClient | None = None,
+        max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
         all_headers: dict[str, str] = {
@@ -398,6 +399,7 @@ class AnthropicChatModel(HttpChatModel):
             default_parameters=default_parameters,
             http_client=http_client,
             async_http_client=async_http_client,
+            max_response_bytes=max_response_bytes,
         )
         self.max_tokens = max_tokens
         self.strict_tools = strict_tools

@@ -27,7 +27,7 @@ from ..execution.content import ContentPart, FileContent, ImageContent, TextCont
 from ..execution.requests import ToolExecutionRequest
 from ..schema.output import OutputSchema
 from ._base import HttpChatModel, arguments_object, compact_json
-from ._http import DEFAULT_MAX_RETRIES, HttpTransport, decode_json
+from ._http import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRIES, HttpTransport, decode_json
 from ._sse import SSEEvent
 
 __all__ = ["GENERATED_ID_PREFIX", "GeminiChatModel", "GeminiStreamParser"]
@@ -259,6 +259,7 @@ class GeminiChatModel(HttpChatModel):
         default_parameters: ChatRequestParameters | None = None,
         http_client: httpx2.Client | None = None,
         async_http_client: httpx2.AsyncClient | None = None,
+        max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         if schema_mode not in ("openapi", "json_schema"):
             raise ValueError(f"schema_mode must be 'openapi' or 'json_schema', got {schema_mode!r}")
@@ -279,6 +280,7 @@ class GeminiChatModel(HttpChatModel):
             default_parameters=default_parameters,
             http_client=http_client,
             async_http_client=async_http_client,
+            max_response_bytes=max_response_bytes,
         )
         self.schema_mode = schema_mode
         self.api_version = api_version

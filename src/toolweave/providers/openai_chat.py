@@ -29,7 +29,7 @@ from ..execution.content import FileContent, ImageContent, TextContent
 from ..execution.requests import ToolExecutionRequest
 from ._azure import AZURE_PROVIDER, AzureSettings, TokenProvider
 from ._base import HttpChatModel, StreamParser
-from ._http import DEFAULT_MAX_RETRIES, HttpTransport, decode_json
+from ._http import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRIES, HttpTransport, decode_json
 from ._sse import SSEEvent
 from .constrained import (
     ConstrainedStreamParser,
@@ -497,6 +497,7 @@ class OpenAIChatModel(HttpChatModel):
         default_parameters: ChatRequestParameters | None = None,
         http_client: httpx2.Client | None = None,
         async_http_client: httpx2.AsyncClient | None = None,
+        max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
         constrained: ConstrainedToolCalling | None = None,
     ) -> None:
         if tool_calling not in ("native", "constrained", "auto"):
@@ -522,6 +523,7 @@ class OpenAIChatModel(HttpChatModel):
             default_parameters=default_parameters,
             http_client=http_client,
             async_http_client=async_http_client,
+            max_response_bytes=max_response_bytes,
         )
         self.strict_tools = strict_tools
         self.tool_calling = tool_calling
