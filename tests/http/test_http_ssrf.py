@@ -6,6 +6,7 @@ and "public" servers are modelled by allowing 127.0.0.2 explicitly.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -337,3 +338,74 @@ async def test_dns_rebinding_is_pinned(public_and_canary: tuple[int, Any, Any]) 
     finally:
         await tool.aclose()
     assert canary.state.log == []
+
+
+# issue 14 item 18: blocked wins; every embedded address is checked -----------------------------
+@pytest.mark.parametrize(
+    "address",
+    [
+        # Teredo: server 127.0.0.1, client (obfuscated) 169.254.169.254
+        "2001:0:7f00:1:0:0:5601:5601",
+        # 6to4 of 127.0.0.1 with an ISATAP interface id embedding 169.254.169.254
+        "2002:7f00:1:0:0:5efe:a9fe:a9fe",
+    ],
+)
+def test_an_allowed_embedded_address_does_not_clear_a_metadata_one(address: str) -> None:
+    policy = SsrfPolicy(allowed_networks=("127.0.0.1/32",), allow_private_network=True)
+    reason = check_address(address, policy)
+    assert reason is not None and "metadata" in reason and "169.254.169.254" in reason
+    # listing the IPv6 address (or its whole range) clears it, not what it embeds
+    assert check_address(address, SsrfPolicy(allowed_networks=(address,))) is not None
+    assert check_address(address, SsrfPolicy(allowed_networks=("2000::/3",))) is not None
+    # listing every embedded address is an explicit allow
+    both = SsrfPolicy(allowed_networks=("127.0.0.1/32", "169.254.169.254/32"))
+    assert check_address(address, both) is None
+
+
+def test_blocked_networks_beat_allowed_networks() -> None:
+    policy = SsrfPolicy(allowed_networks=("10.0.0.0/8",), blocked_networks=("10.9.0.0/16",))
+    assert check_address("10.1.1.1", policy) is None
+    assert check_address("10.9.1.1", policy) is not None
+    assert check_address("::ffff:10.9.1.1", policy) is not None  # embedded too
+
+
+@pytest.mark.parametrize("face", ["async", "sync"])
+async def test_blocked_network_inside_an_allowed_one_is_refused_before_sending(
+    base: str, server_log: list[tuple[str, str]], face: str
+) -> None:
+    card = RestfulApiCard(
+        name="api",
+        url=base + "/echo/x",
+        input_params={"type": "object", "properties": {}},
+        ssrf_policy=SsrfPolicy(
+            allowed_networks=("127.0.0.0/8",), blocked_networks=("127.0.0.1/32",)
+        ),
+    )
+    async with RestfulApi(card) as tool:
+        with pytest.raises(SsrfBlockedError, match="blocked network"):
+            if face == "async":
+                await tool.ainvoke({})
+            else:
+                await asyncio.to_thread(tool.invoke, {})
+    assert server_log == []
+
+
+@pytest.mark.parametrize("face", ["async", "sync"])
+async def test_teredo_answer_with_an_embedded_metadata_address_is_refused(
+    base: str, server_log: list[tuple[str, str]], face: str
+) -> None:
+    port = base.rsplit(":", 1)[1]
+    card = RestfulApiCard(
+        name="api",
+        url=f"http://teredo.test:{port}/echo/x",
+        input_params={"type": "object", "properties": {}},
+        ssrf_policy=SsrfPolicy(allowed_networks=("127.0.0.1/32",)),
+    )
+    tool = RestfulApi(card, resolver=lambda h, p: ["2001:0:7f00:1:0:0:5601:5601"])
+    async with tool:
+        with pytest.raises(SsrfBlockedError, match="metadata"):
+            if face == "async":
+                await tool.ainvoke({})
+            else:
+                await asyncio.to_thread(tool.invoke, {})
+    assert server_log == []

@@ -115,11 +115,14 @@ class SsrfPolicy(BaseModel):
     - `enabled=False` turns the guard off completely (metadata addresses included).
     - `allow_private_network=True` allows private, loopback, link-local and other
       non-public addresses, but not cloud metadata endpoints.
-    - `allowed_networks` (CIDRs or addresses) are always allowed, metadata included: the
-      explicit way to reach one internal service.
+    - `allowed_networks` (CIDRs or addresses) are allowed, metadata included: the explicit
+      way to reach one internal service. Each address is judged alone: an IPv6 transition
+      address (Teredo, 6to4, IPv4-mapped ...) is cleared only when it is listed itself or
+      every IPv4 address it embeds is; an embedded address that is not listed is checked.
     - `allowed_hosts` are host names (exact, or `.example.com` for a domain and its
       subdomains) whose addresses may be private (metadata endpoints stay refused).
-    - `blocked_networks` are refused in any case (except with `enabled=False`).
+    - `blocked_networks` are refused in any case, even inside `allowed_networks` or
+      embedded in an IPv6 address (only `enabled=False` turns them off).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -227,20 +230,29 @@ def check_address(
             return f"{address!r} is not an IP address"
     else:
         ip = address
-    candidates: list[IPAddress] = [ip]
+    embedded: list[IPAddress] = []
     if isinstance(ip, ipaddress.IPv6Address):
-        candidates.extend(_embedded_ipv4(ip))
-    allowed = policy._parsed("allowed_networks")
-    if any(_in(c, allowed) for c in candidates):
-        return None
-    for c in candidates:
-        if c in METADATA_ADDRESSES:
-            return f"{ip} is a cloud metadata address"
-        if _in(c, policy._parsed("blocked_networks")):
+        embedded.extend(_embedded_ipv4(ip))
+    candidates: list[IPAddress] = [ip, *embedded]
+    blocked = policy._parsed("blocked_networks")
+    for c in candidates:  # blocked wins over everything, allowed_networks included
+        if _in(c, blocked):
             return f"{ip} is in a blocked network"
+    allowed = policy._parsed("allowed_networks")
+    # Each address is judged on its own: an allowed entry clears only the addresses it
+    # covers. A transition address (Teredo, 6to4, mapped ...) is covered when it is listed
+    # itself or when every IPv4 address it embeds is.
+    cleared = {c for c in embedded if _in(c, allowed)}
+    if _in(ip, allowed) or (embedded and len(cleared) == len(embedded)):
+        cleared.add(ip)
+    judged = [c for c in candidates if c not in cleared]
+    for c in judged:
+        if c in METADATA_ADDRESSES:
+            shown = f"{ip} (embedding {c})" if c is not ip else str(ip)
+            return f"{shown} is a cloud metadata address"
     if policy.allow_private_network or host_allowed:
         return None
-    for c in candidates:
+    for c in judged:
         if _private(c):
             kind = (
                 "loopback"
