@@ -6,7 +6,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import threading
-from collections.abc import AsyncIterator, Coroutine, Iterator
+from collections.abc import AsyncIterator, Coroutine, Generator
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -72,7 +72,7 @@ async def _aclose(aiter: Any) -> None:
         await close()
 
 
-def iterate_sync(aiter: AsyncIterator[T]) -> Iterator[T]:
+def iterate_sync(aiter: AsyncIterator[T]) -> Generator[T, None, None]:
     """Iterate an async iterator from synchronous code, one item at a time.
 
     Without a running loop in this thread the per-thread loop drives it. Inside a running
