@@ -14,6 +14,9 @@ from toolweave.chat import (
     AiMessage,
     ChatRequest,
     ChatRequestParameters,
+    CompleteToolCall,
+    ResponseCompleted,
+    TextDelta,
     ToolExecutionResultMessage,
     UserMessage,
 )
@@ -229,3 +232,59 @@ async def test_lone_surrogates_are_replaced_and_the_conversation_goes_on(
         streamed = events[-1].response.ai_message  # type: ignore[attr-defined]
         _check_clean(streamed)
         await _continue(model, server, streamed, sync)
+
+
+# OpenAI streams: nothing after [DONE] counts, and a completed call never changes ---------------
+def _chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return "data: " + json.dumps({"id": "c1", "model": "m", "choices": [choice]}) + "\n\n"
+
+
+def _args(index: int, text: str, call_id: str | None = None) -> dict[str, Any]:
+    fragment: dict[str, Any] = {"index": index, "function": {"arguments": text}}
+    if call_id:
+        fragment.update(id=call_id, type="function")
+        fragment["function"]["name"] = "echo"
+    return {"tool_calls": [fragment]}
+
+
+LATE_STREAM = [
+    _chunk(_args(0, '{"text":', "call_a")),
+    _chunk(_args(0, '"a"}')),
+    _chunk(_args(1, '{"text":"b"}', "call_b")),
+    _chunk(_args(0, ',"extra":1')),  # call 0 completed when call 1 started
+    _chunk({}, "tool_calls"),
+    _chunk(_args(1, "}}}")),  # after finish_reason
+    "data: [DONE]\n\n",
+    _chunk({"content": "late text"}),  # after [DONE]
+    _chunk(_args(2, '{"text":"c"}', "call_c")),
+]
+
+
+@pytest.mark.parametrize("sync", [True, False], ids=["sync", "async"])
+async def test_openai_stream_ignores_fragments_for_completed_calls_and_events_after_done(
+    server: ProviderServer, sync: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    request = ChatRequest([UserMessage("hi")], PARAMS)
+    async with _model("openai", server) as model:
+        server.enqueue({"sse": LATE_STREAM})
+        with caplog.at_level("WARNING", logger="toolweave.providers"):
+            events = (
+                list(model.stream(request)) if sync else [e async for e in model.astream(request)]
+            )
+    completed = {
+        e.request.id: e.request.arguments for e in events if isinstance(e, CompleteToolCall)
+    }
+    assert completed == {"call_a": '{"text":"a"}', "call_b": '{"text":"b"}'}
+    final = events[-1]
+    assert isinstance(final, ResponseCompleted)
+    assert [[c.id, c.arguments] for c in final.response.ai_message.tool_execution_requests] == [
+        ["call_a", '{"text":"a"}'],
+        ["call_b", '{"text":"b"}'],
+    ]
+    assert not [e for e in events if isinstance(e, TextDelta)]
+    assert final.response.ai_message.text is None
+    warnings = [r.getMessage() for r in caplog.records if r.name == "toolweave.providers"]
+    assert warnings == [
+        "openai stream: ignored an argument fragment for tool call 0 after it was completed"
+    ]

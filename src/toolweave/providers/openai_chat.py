@@ -146,7 +146,9 @@ class OpenAIStreamAggregator:
     id fragments that differ from the id so far are concatenated (ids split across chunks),
     repeats are ignored; a reused index with a new id and a new name starts a new call.
     A call is complete (`CompleteToolCall`) when the next call starts, when the choice has a
-    `finish_reason`, or at the end of the stream; empty arguments become `"{}"`.
+    `finish_reason`, or at the end of the stream; empty arguments become `"{}"`. A completed
+    call never changes: later fragments for it are ignored, as is anything after `[DONE]`
+    (both logged once).
     With `emit_partials=False` no `PartialToolCall` events are produced (only complete calls).
     """
 
@@ -154,6 +156,7 @@ class OpenAIStreamAggregator:
         "_calls",
         "_current",
         "_current_parts",
+        "_ignored",
         "_last_raw",
         "_raw_map",
         "_transport",
@@ -191,6 +194,7 @@ class OpenAIStreamAggregator:
         self.created: int | None = None
         self.system_fingerprint: str | None = None
         self.done = False
+        self._ignored = 0
 
     # SSE entry points -----------------------------------------------------------------------
     def feed(self, event: SSEEvent) -> list[StreamEvent]:
@@ -205,6 +209,9 @@ class OpenAIStreamAggregator:
 
     def _decoded(self, events: Iterable[SSEEvent]) -> Iterator[Mapping[str, Any]]:
         for event in events:
+            if self.done:
+                self._ignore("an event after [DONE]")
+                continue
             if event.is_done:
                 self.done = True
                 continue
@@ -221,6 +228,12 @@ class OpenAIStreamAggregator:
                 )
             if isinstance(chunk, dict):
                 yield chunk
+
+    def _ignore(self, what: str) -> None:
+        """Log (once per stream) something the stream sent that cannot be used anymore."""
+        if not self._ignored:
+            logger.warning("openai stream: ignored %s", what)
+        self._ignored += 1
 
     def _protocol(self, message: str) -> Exception:
         if self._transport is not None:
@@ -359,15 +372,12 @@ class OpenAIStreamAggregator:
                         index = self._raw_map[raw] = self._start(events)
                     else:
                         index = mapped
-                        if index != current:
-                            if calls[index].completed:
-                                logger.warning(
-                                    "openai stream: a fragment arrived for tool call %d "
-                                    "after it was completed",
-                                    index,
-                                )
-                            self._current = index
             call = calls[index]
+            if call.completed:
+                # Its CompleteToolCall is out (the loop may be running it): it never changes.
+                self._ignore(f"an argument fragment for tool call {index} after it was completed")
+                continue
+            self._current = index
             if call_id:
                 if call.id is None:
                     call.id = call_id
