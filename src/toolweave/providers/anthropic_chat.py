@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -25,6 +24,7 @@ from ..errors import SchemaError
 from ..execution.content import ContentPart, FileContent, ImageContent, TextContent
 from ..execution.requests import ToolExecutionRequest
 from ..schema.output import OutputSchema
+from ._answer import ANSWER_DESCRIPTION, Answer, answer_schema, answer_text
 from ._base import HttpChatModel, arguments_object, compact_json
 from ._http import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRIES, HttpTransport, decode_json
 from ._sse import SSEEvent
@@ -36,10 +36,6 @@ ANTHROPIC_VERSION = "2023-06-01"
 PROVIDER = "anthropic"
 ANSWER_TOOL = "final_answer"
 """The tool through which Anthropic gives a structured answer (`response_format`)."""
-_ANSWER_DESCRIPTION = (
-    "Give your final answer by calling this tool: its input is the answer. Call it once, "
-    "after any other tools you need, instead of answering in text."
-)
 
 _FINISH = {
     "end_turn": FinishReason.STOP,
@@ -97,50 +93,6 @@ def _input_json(raw: Any) -> str:
     return compact_json(raw)
 
 
-def _answer_schema(output: OutputSchema) -> tuple[dict[str, Any], bool]:
-    """The answer tool's `input_schema`, and whether the answer is wrapped: a schema that is
-    not an object becomes `{"value": <schema>}` (tool inputs are objects)."""
-    schema = output.json_schema
-    if schema.get("type") == "object" and not any(k in schema for k in ("anyOf", "oneOf")):
-        return schema, False
-    inner = {k: v for k, v in schema.items() if k not in ("$defs", "definitions", "$schema")}
-    wrapper: dict[str, Any] = {
-        "type": "object",
-        "properties": {"value": inner},
-        "required": ["value"],
-        "additionalProperties": False,
-    }
-    for key in ("$defs", "definitions"):
-        if key in schema:
-            wrapper[key] = schema[key]
-    return wrapper, True
-
-
-def _answer_text(raw: Any, wrapped: bool) -> str:
-    """The answer as JSON text: the tool input (a dict or its JSON text), unwrapped."""
-    if isinstance(raw, str):
-        if not wrapped:
-            return raw if raw.strip() else "{}"
-        try:
-            value: Any = json.loads(raw)
-        except ValueError:
-            return raw
-        raw = value
-    if wrapped and isinstance(raw, dict) and "value" in raw:
-        return compact_json(raw["value"])
-    return compact_json(raw if raw is not None else {})
-
-
-class _Answer:
-    """How a response carries a structured answer: the tool name, and whether wrapped."""
-
-    __slots__ = ("name", "wrapped")
-
-    def __init__(self, name: str, wrapped: bool) -> None:
-        self.name = name
-        self.wrapped = wrapped
-
-
 class _Block:
     __slots__ = ("data", "kind", "parts", "tool_index")
 
@@ -163,7 +115,7 @@ class AnthropicStreamParser:
     the message text, not a tool call; text written before it is dropped.
     """
 
-    def __init__(self, transport: HttpTransport, answer: _Answer | None = None) -> None:
+    def __init__(self, transport: HttpTransport, answer: Answer | None = None) -> None:
         self._transport = transport
         self._answer = answer
         self._answered = False
@@ -288,9 +240,9 @@ class AnthropicStreamParser:
             raw = "".join(buf.parts)
             if not raw.strip():
                 # A proxy may put the whole input in content_block_start.
-                text = _answer_text(buf.data.get("input"), self._answer.wrapped)
+                text = answer_text(buf.data.get("input"), self._answer.wrapped)
             elif self._answer.wrapped:
-                text = _answer_text(raw, True)
+                text = answer_text(raw, True)
             else:
                 return
             self._text.append(text)
@@ -453,8 +405,8 @@ class AnthropicChatModel(HttpChatModel):
         return body
 
     def _answer_tool(self, output: OutputSchema) -> dict[str, Any]:
-        schema, _ = _answer_schema(output)
-        description = _ANSWER_DESCRIPTION
+        schema, _ = answer_schema(output)
+        description = ANSWER_DESCRIPTION
         if isinstance(output.json_schema.get("description"), str):
             description = f"{description} The answer: {output.json_schema['description']}"
         tool: dict[str, Any] = {
@@ -618,9 +570,9 @@ class AnthropicChatModel(HttpChatModel):
         raise TypeError(f"unknown content part: {part!r}")
 
     # response -------------------------------------------------------------------------------
-    def _answer(self, request: ChatRequest) -> _Answer | None:
+    def _answer(self, request: ChatRequest) -> Answer | None:
         output = self.output_schema(self.default_parameters.override(request.parameters))
-        return None if output is None else _Answer(ANSWER_TOOL, _answer_schema(output)[1])
+        return None if output is None else Answer(ANSWER_TOOL, answer_schema(output)[1])
 
     def _parse_for(self, request: ChatRequest, data: Any) -> ChatResponse:
         return self._parse(data, self._answer(request))
@@ -628,7 +580,7 @@ class AnthropicChatModel(HttpChatModel):
     def _parser_for(self, request: ChatRequest) -> AnthropicStreamParser:
         return AnthropicStreamParser(self._http, self._answer(request))
 
-    def _parse(self, data: Any, answer: _Answer | None = None) -> ChatResponse:
+    def _parse(self, data: Any, answer: Answer | None = None) -> ChatResponse:
         if not isinstance(data, dict):
             raise self._http.protocol_error("the response is not a JSON object")
         if data.get("type") == "error":
@@ -641,7 +593,7 @@ class AnthropicChatModel(HttpChatModel):
         for block in data.get("content") or ():
             kind = block.get("type")
             if kind == "tool_use" and answer is not None and block.get("name") == answer.name:
-                answers.append(_answer_text(block.get("input"), answer.wrapped))
+                answers.append(answer_text(block.get("input"), answer.wrapped))
             elif kind == "text":
                 text.append(block.get("text") or "")
             elif kind == "thinking":
