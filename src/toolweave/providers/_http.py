@@ -44,7 +44,7 @@ from typing import Any
 import httpx2
 
 from ..errors import AuthenticationError, ErrorCode, ProviderError, RateLimitError
-from ._sse import SSEDecoder, SSEEvent, SSEEventTooLarge
+from ._sse import EventDecoder, SSEDecoder, SSEEvent, SSEEventTooLarge
 
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
@@ -262,6 +262,8 @@ class HttpTransport:
         self._aclient_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
         self._error_hook = error_hook
         self.retry_timeouts = True
+        self.signer: Callable[[httpx2.Request], None] | None = None
+        """Signs each request (every attempt) in place, e.g. AWS SigV4."""
         self.sleep: Callable[[float], None] = time.sleep
         self.asleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
@@ -458,7 +460,10 @@ class HttpTransport:
             headers.update(extra)
         if attempt:
             headers["x-toolweave-retry-count"] = str(attempt)
-        return client.build_request("POST", url, content=content, headers=headers)
+        request = client.build_request("POST", url, content=content, headers=headers)
+        if self.signer is not None:
+            self.signer(request)  # after every header is set: it signs what is sent
+        return request
 
     def _check(self, response: httpx2.Response, body: bytes, attempt: int) -> None:
         """Raise `_Retry` or the typed error for a non-2xx response."""
@@ -516,7 +521,11 @@ class HttpTransport:
             return self._decode(content)
 
     def stream_events(
-        self, url: str, body: Any, headers: Mapping[str, str] | None = None
+        self,
+        url: str,
+        body: Any,
+        headers: Mapping[str, str] | None = None,
+        decoder_factory: Callable[[], EventDecoder] | None = None,
     ) -> Iterator[list[SSEEvent]]:
         """POST `body` and yield the SSE events of the answer, one list per network read
         (retried only before the first event)."""
@@ -551,7 +560,9 @@ class HttpTransport:
                 continue
             break
         try:
-            decoder = self._decoder()
+            decoder: EventDecoder = (
+                self._decoder() if decoder_factory is None else decoder_factory()
+            )
             try:
                 for chunk in response.iter_bytes():
                     batch = decoder.feed(chunk)
@@ -600,7 +611,11 @@ class HttpTransport:
             return self._decode(content)
 
     async def astream_events(
-        self, url: str, body: Any, headers: Mapping[str, str] | None = None
+        self,
+        url: str,
+        body: Any,
+        headers: Mapping[str, str] | None = None,
+        decoder_factory: Callable[[], EventDecoder] | None = None,
     ) -> AsyncIterator[list[SSEEvent]]:
         """Async `stream_events`."""
         attempt = 0
@@ -635,7 +650,9 @@ class HttpTransport:
                 continue
             break
         try:
-            decoder = self._decoder()
+            decoder: EventDecoder = (
+                self._decoder() if decoder_factory is None else decoder_factory()
+            )
             try:
                 async for chunk in response.aiter_bytes():
                     batch = decoder.feed(chunk)

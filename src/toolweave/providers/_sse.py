@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import codecs
 from dataclasses import dataclass
+from typing import Protocol
 
-__all__ = ["SSEDecoder", "SSEEvent", "SSEEventTooLarge"]
+__all__ = ["EventDecoder", "SSEDecoder", "SSEEvent", "SSEEventTooLarge"]
 
 
 class SSEEventTooLarge(ValueError):
@@ -35,6 +36,18 @@ class SSEEvent:
     def is_done(self) -> bool:
         """Whether this is the OpenAI-style `[DONE]` terminator."""
         return self.data.strip() == "[DONE]"
+
+
+class EventDecoder(Protocol):
+    """Bytes of a streamed answer in, events out (`SSEDecoder`; AWS event streams)."""
+
+    def feed(self, chunk: bytes) -> list[SSEEvent]:
+        """Consume a chunk; return the events it completes."""
+        ...
+
+    def flush(self) -> list[SSEEvent]:
+        """The stream ended: the events still held (or an error for a cut-off frame)."""
+        ...
 
 
 class SSEDecoder:
