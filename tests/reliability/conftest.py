@@ -50,7 +50,8 @@ def fault_server(_fault_server: FaultServer) -> Iterator[FaultServer]:
 def make_model(server: FaultServer, **kw: Any) -> OpenAIChatModel:
     """An OpenAI model with the planted secret, pointed at `server`."""
     kw.setdefault("timeout", httpx2.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT))
-    return OpenAIChatModel("gpt-test", api_key=SECRET, base_url=f"{server.url}/v1", **kw)
+    kw.setdefault("api_key", SECRET)
+    return OpenAIChatModel("gpt-test", base_url=f"{server.url}/v1", **kw)
 
 
 @pytest.fixture

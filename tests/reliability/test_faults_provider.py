@@ -17,6 +17,7 @@ import httpx2
 import pytest
 
 from servers.fault_provider_server import (
+    Fault,
     FaultServer,
     chunks,
     head,
@@ -506,3 +507,45 @@ async def test_errors_render_without_secrets_even_when_the_server_echoes_headers
             await model.achat(REQUEST)
     assert fault_server.requests[0].headers["authorization"] == f"Bearer {SECRET}"
     _scan(info.value, caplog)
+
+
+SLASHED_KEY = "k3y/CANARY+9f8e7d6c5b4a/39281706=="
+
+
+@pytest.mark.parametrize("face", ["async", "sync"])
+async def test_a_key_echoed_json_escaped_or_in_the_reason_phrase_is_masked(
+    fault_server: FaultServer, caplog: pytest.LogCaptureFixture, face: str
+) -> None:
+    # JSON encoders may write "/" as "\/" (PHP, some gateways): the raw key is not in the body.
+    escaped = SLASHED_KEY.replace("/", "\\/")
+    body = f'{{"error": {{"message": "invalid key {escaped}", "key": "{escaped}"}}}}'
+    caplog.set_level(logging.DEBUG)
+    fault_server.enqueue(
+        Fault(
+            [
+                (
+                    "write",
+                    head(
+                        401,
+                        {"content-type": "application/json", "content-length": str(len(body))},
+                        reason=f"Unauthorized {SLASHED_KEY}",
+                    )
+                    + body.encode(),
+                )
+            ]
+        )
+    )
+    model = make_model(fault_server, api_key=SLASHED_KEY)
+    with pytest.raises(ToolweaveError) as info:
+        if face == "async":
+            async with model:
+                await model.achat(REQUEST)
+        else:
+            await asyncio.to_thread(model.chat, REQUEST)
+            model.close()
+    assert "invalid key ***" in info.value.message
+    assert any("Unauthorized ***" in r.getMessage() for r in caplog.records)
+    scan = SecretScan((SLASHED_KEY, escaped))
+    scan.add_error(info.value)
+    scan.add_records(caplog.records)
+    scan.check()

@@ -31,15 +31,18 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import json
 import logging
 import math
 import random
 import re
+import threading
 import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 import httpx2
 
@@ -75,7 +78,7 @@ DEFAULT_LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=1
 
 _SECRET_PATTERNS = (
     (re.compile(r"(?i)([?&;]key=)[^&\s\"'#]+"), r"\1***"),
-    (re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+"), r"\1***"),
+    (re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=\\-]+"), r"\1***"),
     (
         re.compile(
             r"(?i)((?:x-api-key|x-goog-api-key|api-key|authorization)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]+"
@@ -151,14 +154,67 @@ def encode_json(body: Any) -> bytes:
         return _SURROGATE.sub("\ufffd", text).encode("utf-8")
 
 
+@functools.lru_cache(maxsize=256)
+def _secret_forms(secret: str) -> tuple[str, ...]:
+    """The ways a server may echo `secret`: as is, JSON-escaped (also with `\\/` for `/`),
+    percent-encoded; longest first, so no form leaves a piece of a longer one."""
+    escaped = json.dumps(secret)[1:-1]
+    forms = {
+        secret,
+        escaped,
+        escaped.replace("/", "\\/"),
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        quote(secret, safe=""),
+        quote_plus(secret),
+    }
+    return tuple(sorted((f for f in forms if len(f) >= 4), key=len, reverse=True))
+
+
 def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """`text` with the given secrets and anything that looks like a credential masked."""
+    """`text` with the given secrets (raw, JSON-escaped or percent-encoded) and anything that
+    looks like a credential masked."""
     for secret in secrets:
-        if secret and len(secret) >= 4 and secret in text:
-            text = text.replace(secret, "***")
+        if secret and len(secret) >= 4:
+            for form in _secret_forms(secret):
+                if form in text:
+                    text = text.replace(form, "***")
     for pattern, replacement in _SECRET_PATTERNS:
         text = pattern.sub(replacement, text)
     return text
+
+
+class _ProviderSecretsLogFilter(logging.Filter):
+    """Masks provider keys in `httpx2`'s own INFO line (`HTTP Request: POST <url> "HTTP/1.1
+    401 <reason phrase>"`) and in `httpcore2`'s DEBUG lines (response heads): a server may
+    echo the key in its reason phrase or headers. Attached to those loggers when the first
+    transport with a key is created."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._secrets: tuple[str, ...] = ()
+        self._lock = threading.Lock()
+
+    def add(self, secrets: tuple[str, ...]) -> None:
+        new = tuple(s for s in secrets if s and len(s) >= 4 and s not in self._secrets)
+        if not new:
+            return
+        with self._lock:
+            if not self._secrets:
+                for name in ("httpx2", "httpcore2.http11", "httpcore2.http2"):
+                    logging.getLogger(name).addFilter(self)
+            self._secrets = tuple(dict.fromkeys(self._secrets + new))
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        secrets = self._secrets
+        if secrets:
+            message = record.getMessage()
+            masked = redact(message, secrets)
+            if masked != message:
+                record.msg, record.args = masked, None
+        return True
+
+
+_PROVIDER_SECRETS_IN_LOGS = _ProviderSecretsLogFilter()
 
 
 def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
@@ -247,6 +303,7 @@ class HttpTransport:
         self.provider = provider
         self._headers = dict(headers)
         self._secrets = tuple(s for s in secrets if s)
+        _PROVIDER_SECRETS_IN_LOGS.add(self._secrets)
         if timeout is None:
             self.timeout = DEFAULT_TIMEOUT
         elif isinstance(timeout, httpx2.Timeout):
