@@ -11,7 +11,8 @@ parameter) and `x-*` extensions from the top-level properties.
   Strict rewriting (`to_openai_strict`): every object schema gets
   `additionalProperties: false` and lists all its properties in `required`; a property that
   was optional becomes nullable (`"type": [T, "null"]`, or `anyOf` + `{"type": "null"}`; enums
-  gain `null`) so the model may send `null` and the executor applies the default; `default`,
+  gain `null`) so the model may send `null` and the executor applies the default; `default`
+  is dropped and said in the description instead (`Default: "c"; null uses the default.`),
   `title`, `$schema`, `discriminator` are dropped; `oneOf` becomes `anyOf`; a `$ref` with
   sibling keywords becomes `anyOf: [{"$ref"}]` plus the siblings; `minLength`, `maxLength`,
   `uniqueItems`, `minProperties`, `maxProperties`, `patternProperties` and unsupported
@@ -31,7 +32,8 @@ parameter) and `x-*` extensions from the top-level properties.
   and `$schema`, `const` as a one-value `enum`. `mode="openapi"` sends `parameters` in the
   OpenAPI subset: `$defs` inlined (a recursive `$ref` is a `SchemaError`: use
   json_schema mode), `anyOf[T, null]` and `type: [T, "null"]` become `T` + `nullable: true`,
-  `additionalProperties`, `title`, `default`, `$schema`, `examples` dropped, `const` and
+  `additionalProperties`, `title`, `default`, `$schema`, `examples` dropped (a default is
+  said in the description: `Default: "c".`), `const` and
   non-string enums handled (Gemini enums are strings: a numeric enum keeps its numeric type and
   lists the allowed values in the description, other enums become strings), tuple
   `prefixItems` widened to `items: {anyOf}` with `minItems`/`maxItems`; a real union stays
@@ -47,6 +49,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
@@ -150,6 +153,23 @@ def _note(schema: dict[str, Any], notes: list[str]) -> None:
         schema["description"] = f"{desc} ({extra})" if desc else extra
 
 
+def _with_default_note(schema: Any, nullable: bool) -> Any:
+    """`schema` with its `default` said in the description, for dialects that drop the
+    keyword: the model still learns what it gets by leaving the value out (or sending null,
+    when strict mode makes the property nullable). A null default says nothing new."""
+    if not isinstance(schema, Mapping) or schema.get("default") is None:
+        return schema
+    text = "Default: " + json.dumps(schema["default"], ensure_ascii=False, default=str)
+    if nullable:
+        text += "; null uses the default"
+    out = dict(schema)
+    desc = str(out.get("description") or "").rstrip()
+    if desc and not desc.endswith((".", "!", "?")):
+        desc += "."
+    out["description"] = f"{desc} {text}." if desc else f"{text}."
+    return out
+
+
 def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     if "$ref" in schema:
         ref = {"$ref": schema.pop("$ref")}
@@ -208,8 +228,11 @@ def _strict_node(schema: Any, where: str) -> Any:
         required = set(s.get("required") or [])
         new_props: dict[str, Any] = {}
         for name, prop in props.items():
-            node = _strict_node(prop, f"{where}.{name}" if where else name)
-            if name not in required and isinstance(node, dict):
+            optional = name not in required
+            node = _strict_node(
+                _with_default_note(prop, optional), f"{where}.{name}" if where else name
+            )
+            if optional and isinstance(node, dict):
                 node = _nullable(node)
             new_props[name] = node
         s["properties"] = new_props
@@ -454,7 +477,13 @@ def _openapi_node(schema: Any, defs: Mapping[str, Any], stack: tuple[str, ...], 
         if name not in defs:
             raise SchemaError(f"{where or '(root)'}: unresolved $ref {ref!r}")
         resolved = _openapi_node(defs[name], defs, (*stack, name), where)
-        return {**resolved, **{k: v for k, v in _openapi_node(s, defs, stack, where).items()}}
+        own = _openapi_node(s, defs, stack, where)
+        if "description" in resolved and "description" in own:
+            # both say something (the type's notes, the property's default): keep both
+            own["description"] = f"{own['description']} {resolved['description']}"
+        return {**resolved, **own}
+    if "default" in s:
+        s = _with_default_note(s, nullable=False)
     for key in _GEMINI_DROP:
         s.pop(key, None)
     s.pop("$defs", None)

@@ -138,7 +138,13 @@ def test_openai_strict_shape() -> None:
     assert fn["description"] == "Weather forecast."
     assert fn["parameters"] == {
         "type": "object",
-        "properties": {"city": {"type": "string"}, "days": {"type": ["integer", "null"]}},
+        "properties": {
+            "city": {"type": "string"},
+            "days": {
+                "type": ["integer", "null"],
+                "description": "Default: 1; null uses the default.",
+            },
+        },
         "required": ["city", "days"],
         "additionalProperties": False,
     }
@@ -150,8 +156,15 @@ def test_strict_with_defaults_executor_applies_default() -> None:
     t = tool(t_rich)
     params = openai_tool(t.card)["function"]["parameters"]
     assert params["required"] == list(params["properties"])
-    assert params["properties"]["tags"] == {"items": {"type": "string"}, "type": ["array", "null"]}
-    assert params["properties"]["color"] == {"anyOf": [{"$ref": "#/$defs/Color"}, {"type": "null"}]}
+    assert params["properties"]["tags"] == {
+        "items": {"type": "string"},
+        "type": ["array", "null"],
+        "description": "Default: []; null uses the default.",
+    }
+    assert params["properties"]["color"] == {
+        "anyOf": [{"$ref": "#/$defs/Color"}, {"type": "null"}],
+        "description": 'Default: "red"; null uses the default.',
+    }
     assert params["properties"]["scores"]["minItems"] == 1  # supported by strict mode
     # every object, nested ones too, is closed
     assert params["$defs"]["Address"]["additionalProperties"] is False
@@ -290,10 +303,21 @@ def test_gemini_openapi_rules() -> None:
     props = params["properties"]
     assert decl["description"] == "A tool with many kinds of parameters."
     assert "additionalProperties" not in params and "$defs" not in params
-    assert props["color"] == {"enum": ["red", "blue"], "type": "string", "format": "enum"}
+    assert props["color"] == {
+        "enum": ["red", "blue"],
+        "type": "string",
+        "format": "enum",
+        "description": 'Default: "red".',
+    }
     # numeric enums keep their type: a string "1" would fail validation
-    assert props["level"] == {"type": "integer", "description": "allowed values: 1, 2"}
-    assert props["mode"] == {"type": "integer", "description": "allowed values: 1, 2"}
+    assert props["level"] == {
+        "type": "integer",
+        "description": "Default: 1. allowed values: 1, 2",  # the property's, then the enum's
+    }
+    assert props["mode"] == {
+        "type": "integer",
+        "description": "Default: 1. (allowed values: 1, 2)",
+    }
     assert props["address"]["nullable"] is True
     assert props["address"]["properties"]["street"] == {"type": "string"}
     # a real union stays a union (never collapsed to its first branch)
@@ -353,3 +377,38 @@ def test_dialects_are_cached_per_card() -> None:
 def test_gemini_bad_mode() -> None:
     with pytest.raises(ValueError, match="mode must be"):
         gemini_function_declaration(tool(t_simple).card, mode="xml")  # type: ignore[arg-type]
+
+
+def t_units(city: str, unit: Literal["c", "f"] = "c", note: str | None = None) -> str:
+    """Weather.
+
+    Args:
+        unit: Temperature unit.
+    """
+    return city
+
+
+def test_defaults_said_in_description_where_the_dialect_drops_them() -> None:
+    # strict: `unit` becomes required and nullable and loses `default`, so the description
+    # tells the model what null (or leaving it out) means; a null default says nothing new
+    card = tool(t_units).card
+    for params in (
+        openai_tool(card)["function"]["parameters"],
+        openai_responses_tool(card)["parameters"],
+    ):
+        unit = params["properties"]["unit"]
+        assert "default" not in unit
+        assert unit["description"] == 'Temperature unit. Default: "c"; null uses the default.'
+        assert "description" not in params["properties"]["note"]
+    # Gemini's OpenAPI subset drops `default` too (the property stays optional there)
+    gemini = gemini_function_declaration(card)["parameters"]["properties"]["unit"]
+    assert gemini["description"] == 'Temperature unit. Default: "c".'
+    # dialects that carry `default` keep it and say nothing extra
+    kept = anthropic_tool(card)["input_schema"]["properties"]["unit"]
+    assert kept["default"] == "c" and kept["description"] == "Temperature unit."
+    kept = gemini_function_declaration(card, "json_schema")["parametersJsonSchema"]
+    assert kept["properties"]["unit"]["default"] == "c"
+    assert (
+        openai_tool(card, strict=False)["function"]["parameters"]["properties"]["unit"]["default"]
+        == "c"
+    )
