@@ -249,3 +249,46 @@ def test_json_schema_coercion_nested() -> None:
         {"opts": {"n": None, "x": "1.5"}, "ids": ["1", 2.0], "maybe": "4"}
     ) == {"opts": {"n": 5, "x": 1.5}, "ids": [1, 2], "maybe": 4}
     assert validator.validate_json('{"opts": "{\\"x\\": 2}"}') == {"opts": {"x": 2}}
+
+
+# JSON Schema `default` is an annotation: validate what was sent, then fill defaults --------
+BAD_DEFAULTS = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string"},
+        "note": {"type": "string", "default": None},  # null default: "absent"
+        "unit": {"type": "string", "enum": ["c", "f"], "default": "kelvin"},  # outside enum
+        "opts": {
+            "type": "object",
+            "properties": {"depth": {"type": "integer", "default": 2}},
+        },
+    },
+    "required": ["city"],
+}
+
+
+def test_defaults_are_filled_after_validation() -> None:
+    v = JsonSchemaArgumentsValidator(BAD_DEFAULTS, tool_name="t")
+    # left out: valid; the null default adds nothing, the other default is filled in as is
+    assert v.validate_python({"city": "Oslo"}) == {"city": "Oslo", "unit": "kelvin"}
+    # null (strict mode's "not given") means the same as leaving the property out
+    assert v.validate_json('{"city": "Oslo", "note": null, "unit": null}') == {
+        "city": "Oslo",
+        "unit": "kelvin",
+    }
+    # nested: a null for a defaulted property gets the default after validation
+    assert v.validate_python({"city": "Oslo", "opts": {"depth": None}})["opts"] == {"depth": 2}
+    # what the model sent is still validated
+    with pytest.raises(ToolArgumentsError) as e:
+        v.validate_python({"city": "Oslo", "unit": "kelvin"})
+    assert e.value.errors[0]["loc"] == ("unit",)
+
+
+def test_json_schema_card_with_bad_defaults_runs() -> None:
+    seen: list[dict[str, Any]] = []
+    lf = LocalFunction(
+        ToolCard(name="weather", input_params=BAD_DEFAULTS), lambda **kw: seen.append(kw) or "ok"
+    )
+    request = ToolExecutionRequest(name="weather", arguments='{"city": "Oslo"}')
+    assert DefaultToolExecutor(lf).execute(request) == "ok"
+    assert seen == [{"city": "Oslo", "unit": "kelvin"}]

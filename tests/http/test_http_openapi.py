@@ -277,3 +277,35 @@ async def test_openapi_auth_and_form_body(base: str) -> None:
         assert "key=k" not in result["url"]
     finally:
         await tool.aclose()
+
+
+async def test_openapi_defaults_filled_after_validation(base: str) -> None:
+    doc = {
+        "openapi": "3.0.0",
+        "paths": {
+            "/echo/report": {
+                "get": {
+                    "operationId": "report",
+                    "parameters": [
+                        {"name": "q", "in": "query", "schema": {"type": "string"}},
+                        {
+                            "name": "format",
+                            "in": "query",
+                            "schema": {"type": "string", "nullable": False, "default": None},
+                        },
+                        {
+                            "name": "unit",
+                            "in": "query",
+                            "schema": {"type": "string", "enum": ["c", "f"], "default": "k"},
+                        },
+                    ],
+                }
+            }
+        },
+    }
+    (tool,) = tools_from_openapi(doc, base_url=base, allow_private_network=True)
+    try:
+        result = await tool.ainvoke('{"q": "x"}')
+        assert result["data"]["query"] == [["q", "x"], ["unit", "k"]]
+    finally:
+        await tool.aclose()

@@ -220,6 +220,22 @@ async def test_defaults_merge(make_tool: MakeTool) -> None:
     assert data["headers"]["x-mode"] == "fast"
 
 
+async def test_defaults_filled_after_validation(make_tool: MakeTool) -> None:
+    # a null default means "absent"; a default outside its own enum is still the default
+    tool = make_tool(
+        "/echo/defaults",
+        method="GET",
+        properties={
+            "q": {"type": "string", "location": "query"},
+            "note": {"type": "string", "location": "query", "default": None},
+            "unit": {"type": "string", "enum": ["c", "f"], "location": "query", "default": "k"},
+        },
+    )
+    request = ToolExecutionRequest(name="api", arguments='{"q": "x"}')
+    data = (await DefaultToolExecutor(tool).aexecute_with_result(request)).result["data"]
+    assert data["query"] == [["q", "x"], ["unit", "k"]]
+
+
 async def test_scalar_rendering(make_tool: MakeTool) -> None:
     tool = make_tool(
         "/echo/s",

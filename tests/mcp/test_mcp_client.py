@@ -154,6 +154,27 @@ async def test_optional_none_dropped_empty_object_kept() -> None:
         assert out["arguments"] == {"k": None}
 
 
+async def test_defaults_filled_after_validation() -> None:
+    # a default outside its own enum, and a null default on a string: the model's valid
+    # call must not fail on them (JSON Schema's default is an annotation)
+    schema = {
+        "type": "object",
+        "properties": {
+            "text": {"type": "string"},
+            "note": {"type": "string", "default": None},
+            "unit": {"type": "string", "enum": ["c", "f"], "default": "kelvin"},
+        },
+        "required": ["text"],
+    }
+    cfg = stdio_config(ECHO, name="echo", env={"ECHO_SCHEMA": json.dumps(schema)})
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(cfg) as client:
+        echo = (await tools_by_name(client))["echo"]
+        out = json.loads(await echo.ainvoke('{"text": "hi"}'))
+        assert out["arguments"] == {"text": "hi", "unit": "kelvin"}
+        out = json.loads(await echo.ainvoke('{"text": "hi", "note": null, "unit": "f"}'))
+        assert out["arguments"] == {"text": "hi", "unit": "f"}
+
+
 async def test_names_sanitised_and_prefixed() -> None:
     cfg = stdio_config(ECHO, name="my.server", prefix_tool_names=True)
     async with asyncio.timeout(TEST_TIMEOUT), McpClient(cfg) as client:

@@ -29,6 +29,8 @@ SCHEMA = {
     "required": ["text"],
 }
 LOOSE = {"type": "object", "properties": {}, "additionalProperties": True}
+if os.environ.get("ECHO_SCHEMA"):  # a test's own input schema for `echo`
+    SCHEMA = json.loads(os.environ["ECHO_SCHEMA"])
 
 
 TOOLS = [

@@ -37,6 +37,7 @@ __all__ = [
     "ArgumentsValidator",
     "JsonSchemaArgumentsValidator",
     "ModelArgumentsValidator",
+    "apply_defaults",
     "format_errors",
 ]
 
@@ -265,7 +266,15 @@ def _types_of(schema: Mapping[str, Any]) -> set[str]:
 class JsonSchemaArgumentsValidator:
     """Validator for a plain JSON Schema (Draft 2020-12), with the documented coercions."""
 
-    __slots__ = ("_defaults", "_extra_allowed", "_properties", "_validator", "schema", "tool_name")
+    __slots__ = (
+        "_defaults",
+        "_extra_allowed",
+        "_properties",
+        "_required_defaults",
+        "_validator",
+        "schema",
+        "tool_name",
+    )
 
     def __init__(self, schema: Mapping[str, Any], *, tool_name: str) -> None:
         self.schema = dict(schema)
@@ -287,6 +296,12 @@ class JsonSchemaArgumentsValidator:
             for k, v in self._properties.items()
             if isinstance(v, Mapping) and "default" in v
         }
+        required = self.schema.get("required")
+        self._required_defaults = {
+            k: v
+            for k, v in self._defaults.items()
+            if v is not None and isinstance(required, list) and k in required
+        }
         extra = self.schema.get("additionalProperties")
         self._extra_allowed = extra is True or isinstance(extra, Mapping)
 
@@ -295,7 +310,13 @@ class JsonSchemaArgumentsValidator:
         return self.validate_python(parse_arguments(raw, tool_name=self.tool_name))
 
     def validate_python(self, data: Mapping[str, Any] | None) -> dict[str, Any]:
-        """Coerce, fill defaults and validate a dict of arguments."""
+        """Coerce and validate a dict of arguments, then fill defaults.
+
+        `default` is an annotation: what the model sent is validated, and only then are
+        the defaults of the properties it left out (or sent as null) filled in, so a
+        default outside its own schema never fails a valid call. A null default means
+        "absent": nothing is filled in. A required property with a default is filled before
+        validation (the model may leave it out)."""
         if data is None:
             data = {}
         if not isinstance(data, Mapping):
@@ -311,9 +332,9 @@ class JsonSchemaArgumentsValidator:
                         {"loc": (key,), "msg": "unknown argument", "type": "extra_forbidden"}
                     )
         out = {k: v for k, v in data.items() if k not in self._defaults or v is not None}
-        for k, v in self._defaults.items():
+        for k, v in self._required_defaults.items():
             if k not in out:
-                out[k] = copy.deepcopy(v) if isinstance(v, (list, dict)) else v
+                out[k] = copy.deepcopy(v)
         try:
             out = _coerce(out, self.schema, self.schema)
             for err in self._validator.iter_errors(out):
@@ -351,7 +372,49 @@ class JsonSchemaArgumentsValidator:
                 tool_name=self.tool_name,
                 errors=errors,
             )
+        for k, v in self._defaults.items():
+            if k not in out and v is not None:
+                out[k] = copy.deepcopy(v)
+        _fill_null_defaults(data, out, self.schema, self.schema)
         return dict(out)
+
+
+def apply_defaults(data: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
+    """`data` with the top-level defaults of `schema` filled in for the properties it lacks
+    (a null default means "absent": nothing is filled in)."""
+    out = dict(data)
+    props = schema.get("properties")
+    if isinstance(props, Mapping):
+        for key, prop in props.items():
+            if key not in out and isinstance(prop, Mapping) and prop.get("default") is not None:
+                out[key] = copy.deepcopy(prop["default"])
+    return out
+
+
+def _fill_null_defaults(
+    sent: Any, out: Any, schema: Any, root: Mapping[str, Any], depth: int = 0
+) -> None:
+    """After validation: fill the defaults of nested properties the model sent as null
+    (`_coerce` dropped them; strict mode makes every property nullable)."""
+    if not isinstance(schema, Mapping) or depth > 64:
+        return
+    schema = _resolve(schema, root)
+    if isinstance(sent, Mapping) and isinstance(out, dict):
+        props = schema.get("properties")
+        if not isinstance(props, Mapping):
+            return
+        for k, sub in props.items():
+            if k not in sent or not isinstance(sub, Mapping):
+                continue
+            if k not in out:
+                if sent[k] is None and depth and sub.get("default") is not None:
+                    out[k] = copy.deepcopy(sub["default"])
+            else:
+                _fill_null_defaults(sent[k], out[k], sub, root, depth + 1)
+    elif isinstance(sent, list) and isinstance(out, list) and len(sent) == len(out):
+        items = schema.get("items")
+        for a, b in zip(sent, out, strict=True):
+            _fill_null_defaults(a, b, items, root, depth + 1)
 
 
 def _resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -434,9 +497,11 @@ def _coerce(value: Any, schema: Any, root: Mapping[str, Any], depth: int = 0) ->
                 sub = props.get(k)
                 if v is None and isinstance(sub, Mapping):
                     # OpenAI's strict form makes optional properties required and nullable:
-                    # null then means "not given" (the default, or absent).
+                    # null then means "not given" (the default, filled in after validation,
+                    # or absent).
                     if "default" in sub:
-                        out[k] = copy.deepcopy(sub["default"])
+                        if k in required and sub["default"] is not None:
+                            out[k] = copy.deepcopy(sub["default"])
                         continue
                     if k not in required and not _accepts_null(_resolve(sub, root), root):
                         continue
