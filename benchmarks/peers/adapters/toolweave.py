@@ -140,7 +140,7 @@ def cases(env: Env) -> list[Case]:
         sync_case("W4", "invalid arguments -> error text", w4, baseline="W0"),
         async_case(
             "W5",
-            f"{W5_CALLS} x 20 ms calls in one round (achat, default max_concurrency=16)",
+            f"{W5_CALLS} x 20 ms calls in one round (achat, default settings: no cap)",
             w5,
             loop,
             baseline="W5.one",

@@ -36,7 +36,6 @@ from ..execution.requests import ToolExecutionRequest
 from ..execution.results import ToolExecutionResult
 from ..service.result import ChatCompleted, ToolChatResult
 from ..service.service import ServiceEvent, ToolService, _Run
-from ..tools.card import ToolCard
 from ._codec import (
     decode_messages,
     decode_outcome,
@@ -330,8 +329,8 @@ class DurableToolService(ToolService):
         """The DBOS name of this service's conversation workflow."""
         return CONVERSATION_WORKFLOW_PREFIX + self.name
 
-    def _add(self, card: ToolCard, executor: Any) -> None:
-        super()._add(card, _DurableExecutor(executor))
+    def _wrap(self, executor: Any) -> Any:
+        return _DurableExecutor(executor)
 
     def register_queues(self) -> None:
         """Register this service's queues with the launched DBOS (`launch` does it)."""
@@ -558,17 +557,22 @@ class DurableToolService(ToolService):
         for i, call in enumerate(calls):
             if not self._is_tool(call):
                 continue
-            if not self._entries[call.name].card.parallel_safe:
-                await self._run_segment(segment, ctx, state)
-                await self._run_segment([(i, call)], ctx, state)
+            entry = self._entry(call.name)
+            if entry is not None and entry.barrier:
+                await self._run_segment(segment, ctx, state, run)
+                await self._run_segment([(i, call)], ctx, state, run)
                 segment = []
             else:
                 segment.append((i, call))
-        await self._run_segment(segment, ctx, state)
+        await self._run_segment(segment, ctx, state, run)
         return await super()._execute_round(calls, run, queue, started)
 
     async def _run_segment(
-        self, segment: list[tuple[int, ToolExecutionRequest]], ctx: _CallContext, state: _State
+        self,
+        segment: list[tuple[int, ToolExecutionRequest]],
+        ctx: _CallContext,
+        state: _State,
+        run: _Run,
     ) -> None:
         """Run calls that may overlap; their outcomes are recorded in `state.outcomes`.
         Every DBOS operation id is drawn here in request order, so replays line up."""
@@ -598,7 +602,6 @@ class DurableToolService(ToolService):
             start = None if self._entries[call.name].card.idempotent else DBOS.reserve_step()
             body = DBOS.reserve_step()
             plans.append((call, start, body))
-        semaphore = asyncio.Semaphore(self.max_concurrency)
 
         def runner(reservation: Any) -> _StepRunner:
             async def run_step(
@@ -610,7 +613,7 @@ class DurableToolService(ToolService):
             return run_step
 
         async def one(call: ToolExecutionRequest, start: Any, body: Any) -> dict[str, Any]:
-            async with semaphore:
+            async with self._guards(call, run):
                 return await self._durable_call(
                     call, ctx, runner(start) if start is not None else None, runner(body)
                 )
@@ -663,7 +666,7 @@ class DurableToolService(ToolService):
         return await body_step(f"tool:{call.name}", body)
 
     async def _execute_raw(self, call: ToolExecutionRequest, ctx: _CallContext) -> dict[str, Any]:
-        entry = self._entries.get(call.name)
+        entry = self._entry(call.name)
         if entry is None:
             return {"kind": "exception", "message": f"no tool named {call.name!r} in this worker"}
         executor = entry.executor

@@ -7,9 +7,13 @@ loop, `achat_stream`/`chat_stream` yield its events. The rules (docs/loop.md):
   win; tools the caller passes are kept and come first);
 - `max_tool_calling_round_trips` counts tool rounds: the model may ask for tools that many
   times; asking once more raises `ToolLoopLimitError` (same rule for every face);
-- the calls of one round run concurrently (at most `max_concurrency` at once); a card with
-  `parallel_safe=False` is a barrier: calls before it finish first, it runs alone, calls
-  after it start afterwards; results are appended in request order; one failure never
+- the calls of one round run concurrently, with no cap by default; bounds are opt-in: per
+  tool (`max_concurrency` on the card or the registration) and per service
+  (`ToolService(max_concurrency=...)`), both shared by every conversation of the service;
+  calls of tools bound to one instance (methods of one object) run one at a time, in
+  request order, unless the card or the registration says `parallel_safe=True`; a tool
+  with `parallel_safe=False` is a barrier: calls before it finish first, it runs alone,
+  calls after it start afterwards; results are appended in request order; one failure never
   discards its siblings' results;
 - argument errors go to `arguments_error_handler`, tool errors to
   `execution_error_handler`, unknown tool names to `hallucinated_tool_strategy`; the
@@ -26,13 +30,16 @@ loop, `achat_stream`/`chat_stream` yield its events. The rules (docs/loop.md):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
+import types
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from .._utils.limit import Limit
 from .._utils.sync import iterate_sync, run_sync
 from ..callbacks.events import ToolCallEvents as E
 from ..callbacks.framework import CallbackFramework, callback_framework
@@ -51,7 +58,7 @@ from ..errors import (
     ToolLoopLimitError,
     ToolweaveError,
 )
-from ..execution.executor import DefaultToolExecutor, as_executor, error_text
+from ..execution.executor import DefaultToolExecutor, _CallableExecutor, as_executor, error_text
 from ..execution.requests import ToolExecutionRequest
 from ..execution.results import ToolExecution, ToolExecutionResult
 from ..schema.arguments import parse_arguments
@@ -87,10 +94,26 @@ ServiceEvent = (
 )
 
 
+_UNKNOWN: Any = object()
+
+
 @dataclass(slots=True)
 class _Entry:
+    """A registered tool with its executor and registration options. A `Tool` registered
+    without options is kept as it is in `ToolService._entries` (registering thousands of
+    tools does no per-tool work) and becomes an `_Entry` on its first call."""
+
     card: ToolCard
     executor: Any
+    limit: Limit | None = None
+    parallel_safe: bool | None = None
+    """The registration's `parallel_safe`, else the card's when it was given explicitly."""
+    instance: Any = _UNKNOWN
+    """The object whose bound method the tool is (None when there is none), found lazily."""
+
+    @property
+    def barrier(self) -> bool:
+        return self.parallel_safe is False
 
 
 @dataclass(slots=True)
@@ -105,7 +128,8 @@ class _Run:
     usage: TokenUsage | None = None
     failures: dict[str, int] = field(default_factory=dict)
     found: list[str] = field(default_factory=list)
-    semaphore: asyncio.Semaphore | None = None
+    locks: dict[int, asyncio.Lock] = field(default_factory=dict)
+    """One lock per object whose methods are tools called in this conversation."""
     output: OutputSchema | None = None
     output_failures: int = 0
     output_value: Any = None
@@ -150,7 +174,7 @@ class ToolService:
         self,
         *,
         max_tool_calling_round_trips: int = 100,
-        max_concurrency: int = 16,
+        max_concurrency: int | None = None,
         max_argument_retries: int = 2,
         arguments_error_handler: ToolErrorHandler | None = None,
         execution_error_handler: ToolErrorHandler | None = None,
@@ -163,10 +187,11 @@ class ToolService:
     ) -> None:
         if max_tool_calling_round_trips < 0:
             raise ValueError("max_tool_calling_round_trips must not be negative")
-        if max_concurrency < 1:
-            raise ValueError("max_concurrency must be at least 1")
+        if max_concurrency is not None and max_concurrency < 1:
+            raise ValueError("max_concurrency must be at least 1 (or None: no bound)")
         self.max_tool_calling_round_trips = max_tool_calling_round_trips
         self.max_concurrency = max_concurrency
+        self._limit = Limit(max_concurrency) if max_concurrency is not None else None
         self.max_argument_retries = max_argument_retries
         self.arguments_error_handler = arguments_error_handler or default_arguments_error_handler
         self.execution_error_handler = execution_error_handler or default_execution_error_handler
@@ -174,7 +199,7 @@ class ToolService:
         self.tool_search = tool_search
         self.reset_tool_choice = reset_tool_choice
         self._callbacks = callbacks
-        self._entries: dict[str, _Entry] = {}
+        self._entries: dict[str, _Entry | Tool] = {}
         self._cards: tuple[ToolCard, ...] | None = None
 
     # registration ---------------------------------------------------------------------------
@@ -183,32 +208,92 @@ class ToolService:
         """The callback framework for loop events (the global one by default)."""
         return self._callbacks if self._callbacks is not None else callback_framework
 
-    def _add(self, card: ToolCard, executor: Any) -> None:
-        if card.name in self._entries or (
-            self.tool_search is not None and card.name == self.tool_search.card.name
+    def _check_new(self, name: str) -> None:
+        if name in self._entries or (
+            self.tool_search is not None and name == self.tool_search.card.name
         ):
             raise ToolCardError(
-                f"duplicate tool name {card.name!r}: a tool with this name is already registered"
+                f"duplicate tool name {name!r}: a tool with this name is already registered"
             )
-        self._entries[card.name] = _Entry(card, executor)
+
+    def _wrap(self, executor: Any) -> Any:
+        """The executor the loop calls for a registered one (a hook for subclasses)."""
+        return executor
+
+    def _add(
+        self,
+        card: ToolCard,
+        executor: Any,
+        max_concurrency: int | None = None,
+        parallel_safe: bool | None = None,
+    ) -> None:
+        self._check_new(card.name)
+        self._entries[card.name] = _entry(
+            card, self._wrap(executor), max_concurrency, parallel_safe
+        )
         self._cards = None
 
-    def _add_tool(self, t: Tool) -> None:
-        self._add(t.card, DefaultToolExecutor(t, propagate_errors=True))
+    def _add_tool(
+        self, t: Tool, max_concurrency: int | None = None, parallel_safe: bool | None = None
+    ) -> None:
+        if max_concurrency is None and parallel_safe is None:
+            self._check_new(t.card.name)
+            self._entries[t.card.name] = t  # the executor is made on the first call
+            self._cards = None
+        else:
+            executor = DefaultToolExecutor(t, propagate_errors=True)
+            self._add(t.card, executor, max_concurrency, parallel_safe)
 
-    def tools(self, *objects: Any) -> ToolService:
+    def _entry(self, name: str) -> _Entry | None:
+        """The entry registered under `name` (made from a bare `Tool` on first use)."""
+        value = self._entries.get(name)
+        if value is None or type(value) is _Entry:
+            return value
+        assert isinstance(value, Tool)
+        entry = _entry(value.card, self._wrap(DefaultToolExecutor(value, propagate_errors=True)))
+        self._entries[name] = entry
+        return entry
+
+    def tools(
+        self,
+        *objects: Any,
+        max_concurrency: int | None = None,
+        parallel_safe: bool | None = None,
+    ) -> ToolService:
         """Register tools: `Tool`s, plain functions, objects (or classes) with `@tool`
-        methods, `{card_or_name: executor}` mappings, or iterables of these."""
+        methods, `{card_or_name: executor}` mappings, or iterables of these.
+
+        `max_concurrency` bounds the calls of each of these tools running at once (across
+        every conversation of the service); `parallel_safe` overrides the cards' (True lets
+        methods of one object run concurrently, False makes each tool a barrier)."""
+        if max_concurrency is not None and max_concurrency < 1:
+            raise ValueError("max_concurrency must be at least 1 (or None: no bound)")
+        options = (max_concurrency, parallel_safe)
+        plain = max_concurrency is None and parallel_safe is None
+        entries = self._entries
+        search = self.tool_search.card.name if self.tool_search is not None else None
         for obj in objects:
-            if isinstance(obj, Tool):
-                self._add_tool(obj)
+            if isinstance(obj, (list, tuple)) and plain:
+                for item in obj:  # the common bulk case, kept tight
+                    if isinstance(item, Tool):
+                        name = item.card.name
+                        if name in entries or name == search:
+                            self._check_new(name)
+                        entries[name] = item
+                    else:
+                        self.tools(item)
+                self._cards = None
+            elif isinstance(obj, Tool):
+                self._add_tool(obj, *options)
             elif isinstance(obj, Mapping):
                 for key, executor in obj.items():
-                    self.tool(key, executor)
+                    self.tool(
+                        key, executor, max_concurrency=max_concurrency, parallel_safe=parallel_safe
+                    )
             elif isinstance(obj, (list, tuple, set, frozenset)):
-                self.tools(*obj)
+                self.tools(*obj, max_concurrency=max_concurrency, parallel_safe=parallel_safe)
             elif inspect.isfunction(obj) or inspect.ismethod(obj) or inspect.isbuiltin(obj):
-                self._add_tool(make_tool(obj))
+                self._add_tool(make_tool(obj), *options)
             else:
                 found = tools_from(obj)
                 if not found:
@@ -217,24 +302,35 @@ class ToolService:
                         "function, or a mapping of cards to executors"
                     )
                 for t in found:
-                    self._add_tool(t)
+                    self._add_tool(t, *options)
         return self
 
-    def tool(self, obj: Any, method_or_executor: Any) -> ToolService:
+    def tool(
+        self,
+        obj: Any,
+        method_or_executor: Any,
+        *,
+        max_concurrency: int | None = None,
+        parallel_safe: bool | None = None,
+    ) -> ToolService:
         """Register one tool: `tool(obj, "method_name")`, or `tool(spec, executor)` where
         `spec` is a `ToolCard`, a `ToolInfo`, a function descriptor (`{"name", "description",
-        "parameters"}`, or OpenAI's `{"type": "function", "function": {...}}`) or a name."""
+        "parameters"}`, or OpenAI's `{"type": "function", "function": {...}}`) or a name.
+        `max_concurrency` and `parallel_safe` as for `tools`."""
+        if max_concurrency is not None and max_concurrency < 1:
+            raise ValueError("max_concurrency must be at least 1 (or None: no bound)")
         if isinstance(method_or_executor, str):
             attr = getattr(obj, method_or_executor, None)
             if attr is None:
                 raise ToolCardError(f"{type(obj).__name__} has no method {method_or_executor!r}")
-            self._add_tool(attr if isinstance(attr, LocalFunction) else make_tool(attr))
+            made = attr if isinstance(attr, LocalFunction) else make_tool(attr)
+            self._add_tool(made, max_concurrency, parallel_safe)
             return self
         card = _card_of(obj)
         executor = method_or_executor
         if isinstance(executor, Tool):
             executor = DefaultToolExecutor(executor, propagate_errors=True)
-        self._add(card, as_executor(executor))
+        self._add(card, as_executor(executor), max_concurrency, parallel_safe)
         return self
 
     def remove(self, name: str) -> None:
@@ -533,8 +629,8 @@ class ToolService:
             if isinstance(event, ResponseCompleted):
                 turn.response = event.response
             elif eager and isinstance(event, CompleteToolCall):
-                entry = self._entries.get(event.request.name)
-                if barrier_seen or (entry is not None and not entry.card.parallel_safe):
+                entry = self._entry(event.request.name)
+                if barrier_seen or (entry is not None and entry.barrier):
                     barrier_seen = True  # calls after a barrier wait for the whole response
                 else:
                     turn.started[event.request.id] = asyncio.create_task(
@@ -657,8 +753,8 @@ class ToolService:
             segment: list[tuple[int, asyncio.Task[_Outcome]]] = []
             for i, call in enumerate(calls):
                 task = started.pop(call.id, None)
-                entry = self._entries.get(call.name)
-                barrier = entry is not None and not entry.card.parallel_safe
+                entry = self._entry(call.name)
+                barrier = entry is not None and entry.barrier
                 if barrier:
                     for j, t in segment:
                         results[j] = await t
@@ -692,10 +788,8 @@ class ToolService:
     ) -> _Outcome:
         if queue is not None:
             queue.put_nowait(ToolExecutionStarted(call))
-        if run.semaphore is None:
-            run.semaphore = asyncio.Semaphore(self.max_concurrency)
         abort: BaseException | None = None
-        async with run.semaphore:
+        async with self._guards(call, run):
             start = datetime.now(UTC)
             try:
                 result = await self._dispatch(call, run, inline=inline)
@@ -707,13 +801,40 @@ class ToolService:
             queue.put_nowait(ToolExecutionFinished(execution))
         return _Outcome(execution, abort)
 
+    @contextlib.asynccontextmanager
+    async def _guards(self, call: ToolExecutionRequest, run: _Run) -> AsyncIterator[None]:
+        """Hold what a call must hold while it runs: its object's lock, its tool's limit and
+        the service's limit (each only when there is one)."""
+        entry = self._entry(call.name)
+        lock = self._instance_lock(entry, run) if entry is not None else None
+        limit = entry.limit if entry is not None else None
+        if lock is None and limit is None and self._limit is None:
+            yield
+            return
+        async with _Holding(lock), _Holding(limit), _Holding(self._limit):
+            yield
+
+    def _instance_lock(self, entry: _Entry, run: _Run) -> asyncio.Lock | None:
+        """The conversation's lock for the object `entry`'s tool is a method of, if any:
+        calls of one object's methods run one at a time, in request order (asyncio locks are
+        FIFO and a round's tasks reach it in request order)."""
+        instance = entry.instance
+        if instance is _UNKNOWN:
+            instance = entry.instance = _shared_instance(entry)
+        if instance is None:
+            return None
+        lock = run.locks.get(id(instance))
+        if lock is None:
+            lock = run.locks[id(instance)] = asyncio.Lock()
+        return lock
+
     async def _dispatch(
         self, call: ToolExecutionRequest, run: _Run, *, inline: bool = False
     ) -> ToolExecutionResult:
         search = self.tool_search
         if search is not None and call.name == search.card.name:
             return await self._run_search(call, run)
-        entry = self._entries.get(call.name)
+        entry = self._entry(call.name)
         if entry is None:
             return await self._hallucinated(call, run)
         try:
@@ -814,6 +935,56 @@ class ToolService:
         return ToolExecutionResult(
             text=text, result=names, attributes={FOUND_TOOLS_ATTRIBUTE: names}
         )
+
+
+def _entry(
+    card: ToolCard,
+    executor: Any,
+    max_concurrency: int | None = None,
+    parallel_safe: bool | None = None,
+) -> _Entry:
+    if max_concurrency is None:
+        max_concurrency = card.max_concurrency
+    if parallel_safe is None and (
+        card.parallel_safe is False or "parallel_safe" in card.model_fields_set
+    ):
+        parallel_safe = card.parallel_safe
+    limit = Limit(max_concurrency) if max_concurrency is not None else None
+    return _Entry(card, executor, limit, parallel_safe)
+
+
+def _shared_instance(entry: _Entry) -> Any:
+    """The object the entry's tool is a bound method of (None when the tool is declared
+    safe to run in parallel, or is not a method)."""
+    if entry.parallel_safe is True:
+        return None
+    executor = entry.executor
+    executor = getattr(executor, "inner", executor)  # a wrapping executor (durable)
+    target: Any = None
+    if isinstance(executor, DefaultToolExecutor) and isinstance(executor.tool, LocalFunction):
+        target = executor.tool.func
+    elif isinstance(executor, _CallableExecutor):
+        target = executor.target
+    if isinstance(target, types.MethodType):
+        return target.__self__
+    return None
+
+
+class _Holding:
+    """`async with` a `Limit` or a lock, or nothing when it is None."""
+
+    __slots__ = ("guard",)
+
+    def __init__(self, guard: Limit | asyncio.Lock | None) -> None:
+        self.guard = guard
+
+    async def __aenter__(self) -> None:
+        if self.guard is not None:
+            await self.guard.acquire()
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.guard is not None:
+            self.guard.release()
 
 
 def _card_of(spec: Any) -> ToolCard:

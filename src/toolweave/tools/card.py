@@ -91,6 +91,11 @@ class ToolCard(BaseModel):
     Immutable, compared and hashed by value over all fields (so the same declaration
     registered twice is recognised, and cards can key a mapping). `input_params` is the
     canonical JSON Schema (an object schema); a pydantic model class is accepted and converted.
+
+    `parallel_safe`: False makes the tool a barrier in a round (it runs alone); given
+    explicitly as True, the tool runs in parallel even with other methods of its object
+    (which `ToolService` otherwise runs one at a time). `max_concurrency` bounds the calls of
+    this tool running at once in a `ToolService` (e.g. a rate-limited API); None: no bound.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -107,6 +112,7 @@ class ToolCard(BaseModel):
     strict: bool | None = None
     return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM
     timeout: float | None = None
+    max_concurrency: int | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     properties: dict[str, Any] = Field(default_factory=dict)
 
@@ -147,6 +153,13 @@ class ToolCard(BaseModel):
             raise ToolCardError(f"timeout must be positive, got {v}")
         return v
 
+    @field_validator("max_concurrency")
+    @classmethod
+    def _check_max_concurrency(cls, v: int | None) -> int | None:
+        if v is not None and v < 1:
+            raise ToolCardError(f"max_concurrency must be at least 1 (or None), got {v}")
+        return v
+
     @model_validator(mode="after")
     def _check_schema(self) -> ToolCard:
         schema = self.input_params
@@ -176,8 +189,10 @@ class ToolCard(BaseModel):
         return all(getattr(self, f) == getattr(other, f) for f in type(self).model_fields)
 
     def model_copy(self, *, update: Any = None, deep: bool = False) -> ToolCard:  # type: ignore[override]
-        """A validated copy with `update` applied (a new id is not generated)."""
-        data = {f: getattr(self, f) for f in type(self).model_fields}
+        """A validated copy with `update` applied (a new id is not generated). Fields left
+        at their defaults stay unset in the copy (`parallel_safe` tells "given" apart)."""
+        given = self.model_fields_set
+        data = {f: getattr(self, f) for f in type(self).model_fields if f in given or f == "id"}
         data.update(update or {})
         return type(self)(**(copy.deepcopy(data) if deep else data))
 

@@ -27,10 +27,11 @@ def tool(
     description: str | Sequence[str] | None = None,
     return_behavior: ReturnBehavior | str = ReturnBehavior.TO_LLM,
     strict: bool | None = None,
-    parallel_safe: bool = True,
+    parallel_safe: bool | None = None,
     stateless: bool = False,
     idempotent: bool = False,
     timeout: float | None = None,
+    max_concurrency: int | None = None,
     metadata: Mapping[str, Any] | None = None,
     input_params: Mapping[str, Any] | type | None = None,
     card: ToolCard | None = None,
@@ -48,10 +49,11 @@ def tool(
     description: str | Sequence[str] | None = None,
     return_behavior: ReturnBehavior | str = ReturnBehavior.TO_LLM,
     strict: bool | None = None,
-    parallel_safe: bool = True,
+    parallel_safe: bool | None = None,
     stateless: bool = False,
     idempotent: bool = False,
     timeout: float | None = None,
+    max_concurrency: int | None = None,
     metadata: Mapping[str, Any] | None = None,
     input_params: Mapping[str, Any] | type | None = None,
     card: ToolCard | None = None,
@@ -68,10 +70,11 @@ def tool(
     description: str | Sequence[str] | None = None,
     return_behavior: ReturnBehavior | str = ReturnBehavior.TO_LLM,
     strict: bool | None = None,
-    parallel_safe: bool = True,
+    parallel_safe: bool | None = None,
     stateless: bool = False,
     idempotent: bool = False,
     timeout: float | None = None,
+    max_concurrency: int | None = None,
     metadata: Mapping[str, Any] | None = None,
     input_params: Mapping[str, Any] | type | None = None,
     card: ToolCard | None = None,
@@ -85,7 +88,9 @@ def tool(
     `input_params`, or a flag with a non-default value) override the card's values in a copy,
     with `metadata` merged into the card's. `input_params` replaces the generated schema (the
     function is then validated against that schema instead of its signature). With
-    `auto_extract=False` the docstring is not read.
+    `auto_extract=False` the docstring is not read. `parallel_safe` and `max_concurrency` are
+    the card's (see `ToolCard`): left out, a method runs one call at a time with the other
+    methods of its object in a `ToolService` round.
     """
 
     def build(fn: Callable[..., Any]) -> LocalFunction:
@@ -121,6 +126,7 @@ def tool(
                 stateless=stateless,
                 idempotent=idempotent,
                 timeout=timeout,
+                max_concurrency=max_concurrency,
                 metadata=metadata,
             )
             # a new card (and id): the prebuilt one may be registered as it is elsewhere
@@ -130,17 +136,22 @@ def tool(
             made = LocalFunction(given, fn, callbacks=callbacks, schema=fs)
             made._static = static
             return made
+        flags: dict[str, Any] = {}
+        if parallel_safe is not None:
+            flags["parallel_safe"] = parallel_safe
+        if max_concurrency is not None:
+            flags["max_concurrency"] = max_concurrency
         the_card = ToolCard(
             name=tool_name,
             description=fs.description,
             input_params=input_params if input_params is not None else fs.json_schema,
-            parallel_safe=parallel_safe,
             stateless=stateless,
             idempotent=idempotent,
             strict=strict,
             return_behavior=ReturnBehavior(return_behavior),
             timeout=timeout,
             metadata=dict(metadata or {}),
+            **flags,
         )
         made = LocalFunction(the_card, fn, callbacks=callbacks, schema=fs)
         made._static = static
@@ -159,10 +170,11 @@ def _card_overrides(
     input_params: Mapping[str, Any] | type | None,
     return_behavior: ReturnBehavior,
     strict: bool | None,
-    parallel_safe: bool,
+    parallel_safe: bool | None,
     stateless: bool,
     idempotent: bool,
     timeout: float | None,
+    max_concurrency: int | None,
     metadata: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
     """The fields that `@tool`'s explicit options change on a prebuilt card (openJiuwen:
@@ -173,13 +185,17 @@ def _card_overrides(
         "input_params": input_params,
         "return_behavior": None if return_behavior is ReturnBehavior.TO_LLM else return_behavior,
         "strict": strict,
-        "parallel_safe": None if parallel_safe else False,
+        "parallel_safe": parallel_safe,
         "stateless": True if stateless else None,
         "idempotent": True if idempotent else None,
         "timeout": timeout,
+        "max_concurrency": max_concurrency,
         "metadata": {**card.metadata, **metadata} if metadata else None,
     }
-    return {k: v for k, v in given.items() if v is not None and v != getattr(card, k)}
+    out = {k: v for k, v in given.items() if v is not None and v != getattr(card, k)}
+    if parallel_safe is not None and "parallel_safe" not in card.model_fields_set:
+        out["parallel_safe"] = parallel_safe  # an explicit True means more than the default
+    return out
 
 
 def tools_from(obj: Any) -> list[LocalFunction]:

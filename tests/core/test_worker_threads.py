@@ -1,0 +1,100 @@
+"""Sync tools called from async code run in toolweave's worker pool; a call abandoned by its
+caller (timeout, cancellation) must never take capacity from later calls (issue #14 item 1)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+
+import pytest
+
+from toolweave import ToolTimeoutError, tool
+from toolweave._utils import threads
+
+
+async def test_timed_out_sync_calls_do_not_starve_later_calls(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    release = threading.Event()
+    entered = threading.Semaphore(0)
+
+    @tool(timeout=0.2)
+    def stuck(i: int) -> int:
+        """Blocks until released, ignoring its timeout."""
+        entered.release()
+        release.wait(30)
+        return i
+
+    @tool
+    def quick(x: int) -> int:
+        """Returns at once."""
+        return x * 2
+
+    stuck_calls = threads.MAX_WORKERS + 6  # more than the pool has workers
+    try:
+        with caplog.at_level(logging.WARNING, logger="toolweave.threads"):
+            outcomes = await asyncio.gather(
+                *(stuck.ainvoke({"i": i}) for i in range(stuck_calls)), return_exceptions=True
+            )
+            assert all(isinstance(o, ToolTimeoutError) for o in outcomes)
+            # every stuck call is running in a thread of its own (none waits in a queue)
+            for _ in range(stuck_calls):
+                assert entered.acquire(timeout=10)
+            assert threads.abandoned_threads() >= stuck_calls
+            # the pool still serves everybody else (the old pool had no free worker left:
+            # this waited until the stuck calls returned)
+            assert await asyncio.wait_for(
+                asyncio.gather(*(quick.ainvoke({"x": i}) for i in range(100))), 10
+            ) == [i * 2 for i in range(100)]
+        assert any("abandoned" in r.getMessage() for r in caplog.records)
+    finally:
+        release.set()
+    for _ in range(200):  # abandoned threads leave when their call returns
+        if threads.abandoned_threads() == 0:
+            break
+        await asyncio.sleep(0.05)
+    assert threads.abandoned_threads() == 0
+
+
+async def test_cancelled_queued_call_never_runs() -> None:
+    pool = threads._Pool(1, 4, "test-pool")
+    gate = threading.Event()
+    ran: list[str] = []
+    first = pool.submit(lambda: gate.wait(10))
+    second = pool.submit(lambda: ran.append("second"))
+    assert second.future.cancel()  # still queued behind `first`
+    gate.set()
+    assert first.future.result(10) is True
+    third = pool.submit(lambda: "third")
+    assert third.future.result(10) == "third"
+    assert ran == []
+
+
+def test_abandoned_threads_are_bounded() -> None:
+    pool = threads._Pool(1, 1, "test-pool")
+    gate = threading.Event()
+    started = threading.Semaphore(0)
+
+    def block() -> None:
+        started.release()
+        gate.wait(10)
+
+    try:
+        a = pool.submit(block)
+        assert started.acquire(timeout=10)
+        pool.abandon(a)  # replaced: one abandoned thread
+        b = pool.submit(block)
+        assert started.acquire(timeout=10)
+        pool.abandon(b)  # over the bound: keeps its slot
+        assert pool.abandoned == 1
+        c = pool.submit(lambda: "c")
+        assert not c.future.done()  # waits for b's worker: the bound holds
+    finally:
+        gate.set()
+    assert c.future.result(10) == "c"
+    for _ in range(200):
+        if pool.abandoned == 0:
+            break
+        threading.Event().wait(0.05)
+    assert pool.abandoned == 0
