@@ -4,17 +4,21 @@ used to hang, leak or raise raw errors. Each case fails on the code before its f
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import time
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
-from servers.fault_provider_server import Action, Fault, FaultServer, head
+from servers.fault_provider_server import Action, Fault, FaultServer, head, respond
+from toolweave import AiMessage, ScriptedChatModel, ToolExecutionRequest, ToolService
 from toolweave.errors import ErrorCode
 from toolweave.http import RestfulApi, RestfulApiCard, SsrfPolicy
-from toolweave.http.errors import RestfulApiTimeoutError
+from toolweave.http.errors import RestfulApiResponseError, RestfulApiTimeoutError
 
-from .invariants import Timer, elapsed_bound
+from .invariants import SECRET, SecretScan, Timer, elapsed_bound
 
 TIMEOUT = 1.0
 LOOPBACK = SsrfPolicy(allowed_networks=("127.0.0.1/32",))
@@ -106,3 +110,104 @@ async def test_slow_dns_hits_the_total_deadline(fault_server: FaultServer, face:
     assert info.value.code == ErrorCode.RESTFUL_API_EXECUTION_TIMEOUT
     assert fault_server.attempts == 0
     assert t.elapsed < elapsed_bound(attempts=1, per_attempt=TIMEOUT)
+
+
+# items 4, 5, 15, 16: credentials echoed back never reach the model ------------------------------
+CUSTOM = "k3y/custom-AUTH/42"
+"""A credential passed as a card `headers=` default under a credential-like name."""
+
+
+def _secured(server: FaultServer) -> RestfulApi:
+    return RestfulApi(
+        RestfulApiCard(
+            name="api",
+            url=server.url + "/api",
+            method="GET",
+            input_params={"type": "object", "properties": {}},
+            headers={"X-Custom-Auth": CUSTOM},
+            timeout=TIMEOUT,
+            ssrf_policy=LOOPBACK,
+        ),
+        auth={"headers": {"Authorization": f"Bearer {SECRET}"}, "query": {"token": SECRET}},
+    )
+
+
+_ECHOES = {
+    "location-and-headers": respond(
+        301,
+        "",
+        "text/plain",
+        {
+            "location": f"https://example.com/api?token={SECRET}&x={quote(CUSTOM, safe='')}",
+            "x-echo-authorization": f"Bearer {SECRET}",
+            "x-echo-custom": CUSTOM,
+        },
+    ),
+    "reason-of-an-error": Fault(
+        [("write", head(401, {"content-length": "0"}, reason=f"Bad key {SECRET} {CUSTOM}"))]
+    ),
+    "reason-of-a-success": Fault(
+        [("write", head(200, {"content-length": "2"}, reason=f"OK {SECRET}") + b"{}")]
+    ),
+    "json-escaped-body": respond(
+        403,
+        json.dumps({"error": f"bad {CUSTOM} / {SECRET}"}).replace("/", "\\/"),
+        "application/json",
+    ),
+}
+
+
+@pytest.mark.parametrize("echo", list(_ECHOES))
+async def test_echoed_credentials_are_masked_for_the_model_logs_and_spans(
+    fault_server: FaultServer, caplog: pytest.LogCaptureFixture, spans: Any, echo: str
+) -> None:
+    caplog.set_level(logging.INFO)
+    fault_server.enqueue(_ECHOES[echo])
+    call = ToolExecutionRequest(id="c1", name="api", arguments="{}")
+    model = ScriptedChatModel([AiMessage(tool_execution_requests=[call]), AiMessage("done")])
+    async with _secured(fault_server) as api:
+        result = await ToolService().tools(api).achat(model, None, "go")
+    sent = fault_server.requests[0]
+    assert sent.headers["x-custom-auth"] == CUSTOM  # the credential was really sent
+    assert sent.headers["authorization"] == f"Bearer {SECRET}"
+    scan = SecretScan(secrets=(SECRET, CUSTOM, quote(CUSTOM, safe=""), json.dumps(CUSTOM)[1:-1]))
+    scan.add_messages(result.messages)
+    for execution in result.tool_executions:
+        scan.add("result", repr(execution.result))
+        if execution.result.error is not None:
+            scan.add_error(execution.result.error)
+            scan.add("to_dict", execution.result.error.to_dict())
+    logged = [r for r in caplog.records if r.name == "httpx2"]
+    assert logged  # httpx2's INFO line, with the reason phrase as received
+    scan.add_records(r for r in caplog.records if not r.name.startswith("httpcore2"))
+    scan.add_spans(spans)
+    assert scan.check() > 0
+
+
+@pytest.mark.parametrize("face", ["async", "sync"])
+async def test_result_headers_and_reason_are_masked(fault_server: FaultServer, face: str) -> None:
+    fault_server.enqueue(_ECHOES["location-and-headers"])
+    async with _secured(fault_server) as api:
+        result = await _invoke(api, face)
+    assert result["code"] == 301
+    assert result["headers"]["location"] == "https://example.com/api?token=***&x=***"
+    assert result["headers"]["x-echo-authorization"] == "***"
+    assert result["headers"]["x-echo-custom"] == "***"
+    fault_server.enqueue(_ECHOES["reason-of-a-success"])
+    async with _secured(fault_server) as api:
+        result = await _invoke(api, face)
+    assert result["reason"] == "OK ***"
+
+
+@pytest.mark.parametrize("face", ["async", "sync"])
+async def test_a_credential_straddling_the_excerpt_window_leaves_no_prefix(
+    fault_server: FaultServer, face: str
+) -> None:
+    # 330 three-byte characters end at byte 990: the credential crosses byte 1,000
+    lead = "€" * 330
+    fault_server.enqueue(respond(500, lead + SECRET + " tail", "text/plain; charset=utf-8"))
+    async with _secured(fault_server) as api:
+        with pytest.raises(RestfulApiResponseError) as info:
+            await _invoke(api, face)
+    assert info.value.body == lead + "*** tail"
+    assert SECRET[:6] not in str(info.value)

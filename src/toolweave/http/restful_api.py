@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import re
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, quote_plus
@@ -33,7 +35,7 @@ _REDACTED = "***"
 _HEADER_TEXT = re.compile(r"[\t\x20-\x7e]*")
 
 
-def _masked(text: str, values: list[str]) -> str:
+def _masked(text: str, values: Sequence[str]) -> str:
     """`text` with each of `values` (longest first, so no prefix of one is left) replaced
     by ``***``."""
     for value in values:
@@ -42,29 +44,54 @@ def _masked(text: str, values: list[str]) -> str:
     return text
 
 
-class _QuerySecretsLogFilter(logging.Filter):
-    """Masks the credential values that auth put in query strings in `httpx2`'s own log line
-    (``HTTP Request: GET <url> ...``, logged at INFO with the URL as sent). Values are kept
-    raw and percent-encoded; the filter is attached to the `httpx2` logger on first use."""
+def _forms(value: str) -> set[str]:
+    """`value` as a server may echo it back: raw, percent-encoded (path, query, form) and
+    JSON-escaped (with and without `\\/`)."""
+    escaped = json.dumps(value)[1:-1]
+    return {
+        value,
+        quote(value, safe=""),
+        quote_plus(value),
+        quote(value),
+        escaped,
+        escaped.replace("/", "\\/"),
+        json.dumps(value, ensure_ascii=False)[1:-1],
+    }
+
+
+_CALL_SECRETS: ContextVar[tuple[str, ...]] = ContextVar("toolweave_http_call_secrets", default=())
+
+
+class _CallSecretsLogFilter(logging.Filter):
+    """Masks the credentials of the HTTP call in progress (every form, see `_forms`) in
+    `httpx2`'s own log line (``HTTP Request: GET <url> "HTTP/1.1 401 <reason>"``, logged at
+    INFO with the URL as sent and the reason phrase as received). The line is logged in the
+    task or thread that sends, so the call's secrets are found in a context variable; the
+    filter is attached to the `httpx2` logger on first use."""
 
     def __init__(self) -> None:
         super().__init__()
-        self._known: set[str] = set()
-        self._values: list[str] = []  # every form, longest first
+        self._attached = False
         self._lock = threading.Lock()
 
-    def add(self, value: str) -> None:
-        if value in self._known:
+    @contextlib.contextmanager
+    def call(self, values: list[str]) -> Iterator[None]:
+        if not values:
+            yield
             return
-        with self._lock:
-            if not self._known:
-                logging.getLogger("httpx2").addFilter(self)
-            self._known.add(value)
-            forms = {value, quote(value, safe=""), quote_plus(value), quote(value)}
-            self._values = sorted(set(self._values) | forms, key=len, reverse=True)
+        if not self._attached:
+            with self._lock:
+                if not self._attached:
+                    logging.getLogger("httpx2").addFilter(self)
+                    self._attached = True
+        token = _CALL_SECRETS.set(tuple(values))
+        try:
+            yield
+        finally:
+            _CALL_SECRETS.reset(token)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        values = self._values
+        values = _CALL_SECRETS.get()
         if values:
             message = record.getMessage()
             masked = _masked(message, values)
@@ -73,7 +100,12 @@ class _QuerySecretsLogFilter(logging.Filter):
         return True
 
 
-_QUERY_SECRETS_IN_LOGS = _QuerySecretsLogFilter()
+_SECRETS_IN_LOGS = _CallSecretsLogFilter()
+
+_CREDENTIAL_NAME = re.compile(
+    r"auth|token|secret|key|passw|session|cookie|signature|credential", re.IGNORECASE
+)
+"""Card defaults (`headers`, `queries`) under such names are credentials: masked like auth's."""
 
 AuthSpec = Mapping[str, Any] | Callable[["PreparedRequest"], Any]
 """Static auth for a `RestfulApi`: a mapping like a `tool_auth` result, or a callable
@@ -126,9 +158,8 @@ class PreparedRequest:
         if not isinstance(result, Mapping):
             return
         for key, value in (result.get("headers") or {}).items():
-            text = self.headers[str(key)] = _scalar(value)
-            self._secret(text)
-            self._secret(text.rsplit(None, 1)[-1] if text.strip() else "")  # "Bearer <token>"
+            self.headers[str(key)] = _scalar(value)
+            self._secret_header(self.headers[str(key)])
         query = result.get("query") or result.get("queries") or result.get("params") or {}
         for key, value in query.items():
             self.params = [(k, v) for k, v in self.params if k != key]
@@ -136,8 +167,6 @@ class PreparedRequest:
             self.secret_params.add(str(key))
             for _, v in _pairs(str(key), value):
                 self._secret(v)
-                if len(v) >= 6:
-                    _QUERY_SECRETS_IN_LOGS.add(v)
         if "verify" in result:
             self.verify = result["verify"]
         if "cert" in result:
@@ -147,9 +176,21 @@ class PreparedRequest:
         if len(value) >= 6:  # shorter values would mask ordinary words
             self.secret_values.add(value)
 
+    def _secret_header(self, text: str) -> None:
+        self._secret(text)
+        self._secret(text.rsplit(None, 1)[-1] if text.strip() else "")  # "Bearer <token>"
+
+    def secret_forms(self) -> list[str]:
+        """Every form of every credential value (see `mask`), longest first."""
+        forms: set[str] = set()
+        for value in self.secret_values:
+            forms |= _forms(value)
+        return sorted((f for f in forms if len(f) >= 6), key=len, reverse=True)
+
     def mask(self, text: str) -> str:
-        """`text` with every credential value added by auth replaced by ``***``."""
-        return _masked(text, sorted(self.secret_values, key=len, reverse=True))
+        """`text` with every credential value added by auth (or a card default under a
+        credential name) replaced by ``***``: raw, percent-encoded or JSON-escaped."""
+        return _masked(text, self.secret_forms())
 
 
 def _tls_key(verify: Any, cert: Any) -> tuple[Any, ...]:
@@ -254,6 +295,14 @@ class RestfulApi(Tool):
         )
         for key, value in queries.items():
             req.params.extend(_pairs(str(key), value))
+        for key, value in card.headers.items():
+            if value is not None and _CREDENTIAL_NAME.search(str(key)):
+                req._secret_header(_scalar(value))
+        for key, value in card.queries.items():
+            if _CREDENTIAL_NAME.search(str(key)) and key not in inputs:
+                req.secret_params.add(str(key))
+                for _, v in _pairs(str(key), value):
+                    req._secret(v)
         if form:
             req.headers = {k: v for k, v in req.headers.items() if k.lower() != "content-type"}
             merged = {**body, **form}
@@ -450,12 +499,17 @@ class RestfulApi(Tool):
         self, req: PreparedRequest, response: httpx2.Response, body: bytes, raise_for_status: bool
     ) -> dict[str, Any]:
         status = response.status_code
-        reason = response.reason_phrase
-        url = self._shown_url(response.url, req)
+        forms = req.secret_forms()
+        reason = _masked(response.reason_phrase, forms)
+        url = _masked(self._shown_url(response.url, req), forms)
         if raise_for_status and status >= 400:
-            # mask before cutting, so a credential at the cut cannot leak a prefix
-            excerpt = req.mask(body[: _EXCERPT * 2].decode("utf-8", errors="replace"))[:_EXCERPT]
-            more = "..." if len(body) > _EXCERPT else ""
+            # Mask before cutting, over enough bytes that a credential starting inside the
+            # excerpt (at most 4 bytes a character) is whole: no prefix of it can be left.
+            longest = max((len(f.encode()) for f in forms), default=0)
+            window = body[: _EXCERPT * 4 + longest]
+            text = _masked(window.decode("utf-8", errors="replace"), forms)
+            excerpt = text[:_EXCERPT]
+            more = "..." if len(text) > _EXCERPT or len(body) > len(window) else ""
             raise RestfulApiResponseError(
                 f"HTTP {status} {reason} from {req.method} {url}: {excerpt}{more}",
                 status=status,
@@ -468,7 +522,7 @@ class RestfulApi(Tool):
             "code": status,
             "data": parse_body(response.headers.get("content-type"), body),
             "url": url,
-            "headers": dict(response.headers),
+            "headers": {k: _masked(v, forms) for k, v in response.headers.items()},
             "reason": reason,
             "message": "success" if 200 <= status < 300 else reason,
         }
@@ -479,20 +533,9 @@ class RestfulApi(Tool):
         await self._authorize(req)
         client = self._async_client(req)
         try:
-            async with asyncio.timeout(timeout):
-                request = self._httpx_request(client, req, timeout)
-                response = await client.send(request, stream=True)
-                try:
-                    self._check_length(response, limit)
-                    chunks: list[bytes] = []
-                    size = 0
-                    async for chunk in response.aiter_bytes():
-                        size += len(chunk)
-                        if size > limit:
-                            raise self._too_big(limit)
-                        chunks.append(chunk)
-                finally:
-                    await response.aclose()
+            with _SECRETS_IN_LOGS.call(req.secret_forms()):
+                async with asyncio.timeout(timeout):
+                    response, body = await self._asend(client, req, timeout, limit)
         except TimeoutError:
             raise self._timeout(timeout) from None
         except httpx2.TimeoutException as e:
@@ -501,7 +544,25 @@ class RestfulApi(Tool):
             raise
         except httpx2.HTTPError as e:
             raise self._transport_error(req, e) from e
-        return self._result(req, response, b"".join(chunks), raise_for_status)
+        return self._result(req, response, body, raise_for_status)
+
+    async def _asend(
+        self, client: httpx2.AsyncClient, req: PreparedRequest, timeout: float | None, limit: int
+    ) -> tuple[httpx2.Response, bytes]:
+        request = self._httpx_request(client, req, timeout)
+        response = await client.send(request, stream=True)
+        try:
+            self._check_length(response, limit)
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > limit:
+                    raise self._too_big(limit)
+                chunks.append(chunk)
+        finally:
+            await response.aclose()
+        return response, b"".join(chunks)
 
     def _invoke(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
         timeout, limit, raise_for_status = self._options(kwargs)
@@ -512,7 +573,7 @@ class RestfulApi(Tool):
         try:
             # httpx has per-phase timeouts only: the transport cuts every DNS lookup, connect,
             # read and write at the total deadline (a trickled head or chunk-size line too)
-            with total_deadline(deadline):
+            with total_deadline(deadline), _SECRETS_IN_LOGS.call(req.secret_forms()):
                 request = self._httpx_request(client, req, timeout)
                 response = client.send(request, stream=True)
                 try:
