@@ -5,8 +5,9 @@ Each request pops the next scripted response (FIFO; a response with `"repeat": t
 and is recorded (method, path, query, headers, raw and decoded body). A response is a dict:
 
 - `status` (default 200), `headers` (dict);
-- one of `json` (an object, serialised compactly), `body` (text), or `sse` (a list of raw
-  strings, each written as its own chunk, byte for byte);
+- one of `json` (an object, serialised compactly), `body` (text), `sse` (a list of raw
+  strings, each written as its own chunk, byte for byte), or `frames` (a list of bytes, an
+  AWS event stream, each written as its own chunk);
 - `cut: true` drops the connection after the chunks, without ending the chunked body.
 
 Transcripts (tests/transcripts/*/*.json) hold `exchanges`: `[{"request": {...expected...},
@@ -49,6 +50,8 @@ class RecordedRequest:
     headers: dict[str, str]
     raw: bytes
     body: Any = None
+    raw_path: str = ""
+    """The path as sent (percent-encoding kept)."""
 
 
 class _ScriptedResponse(Response):
@@ -60,7 +63,10 @@ class _ScriptedResponse(Response):
         spec = self.spec
         headers = {k.lower(): str(v) for k, v in (spec.get("headers") or {}).items()}
         chunks: list[bytes]
-        if "sse" in spec:
+        if "frames" in spec:
+            headers.setdefault("content-type", "application/vnd.amazon.eventstream")
+            chunks = list(spec["frames"])
+        elif "sse" in spec:
             headers.setdefault("content-type", "text/event-stream")
             chunks = [c.encode("utf-8") for c in spec["sse"]]
         elif "json" in spec:
@@ -69,7 +75,7 @@ class _ScriptedResponse(Response):
         else:
             headers.setdefault("content-type", "text/plain")
             chunks = [str(spec.get("body", "")).encode("utf-8")]
-        if not spec.get("cut") and "sse" not in spec:
+        if not spec.get("cut") and "sse" not in spec and "frames" not in spec:
             headers["content-length"] = str(sum(len(c) for c in chunks))
         await send(
             {
@@ -141,6 +147,7 @@ class ProviderServer:
                     headers={k.lower(): v for k, v in request.headers.items()},
                     raw=raw,
                     body=body,
+                    raw_path=request.scope.get("raw_path", b"").decode("latin-1"),
                 )
             )
             if not self.queue:

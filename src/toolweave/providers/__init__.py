@@ -4,6 +4,7 @@ docs/providers.md."""
 
 from ._http import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from .anthropic_chat import AnthropicChatModel
+from .bedrock import BedrockChatModel
 from .constrained import ConstrainedToolCalling
 from .gemini_chat import GeminiChatModel
 from .openai_chat import AzureOpenAIChatModel, OpenAIChatModel, OpenAIStreamAggregator
@@ -17,6 +18,7 @@ __all__ = [
     "AnthropicChatModel",
     "AzureOpenAIChatModel",
     "AzureOpenAIResponsesChatModel",
+    "BedrockChatModel",
     "Capabilities",
     "ConstrainedToolCalling",
     "GeminiChatModel",
