@@ -162,6 +162,53 @@ class _Turn:
     outcomes: list[_Outcome] = field(default_factory=list)
 
 
+class _UniqueIds:
+    """Makes the tool call ids of one response unique: a repeated id gets a suffix (`id_2`,
+    `id_3`, ...) so each call runs once and gets its own result, and the history stays valid.
+    Applied in order to the calls of a stream's `CompleteToolCall` events and, afresh, to
+    the final response's calls, it renames both alike."""
+
+    __slots__ = ("_seen",)
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+
+    def __call__(self, call: ToolExecutionRequest) -> ToolExecutionRequest:
+        if call.id not in self._seen:
+            self._seen.add(call.id)
+            return call
+        n = 2
+        while f"{call.id}_{n}" in self._seen:
+            n += 1
+        unique = f"{call.id}_{n}"
+        self._seen.add(unique)
+        logger.warning("the model sent tool call id %r more than once; renamed %r", call.id, unique)
+        return call.model_copy(update={"id": unique})
+
+
+def _unique_call_ids(response: ChatResponse) -> ChatResponse:
+    """`response` with its tool call ids made unique (itself when they already are)."""
+    calls = response.ai_message.tool_execution_requests
+    if len(calls) < 2 or len({c.id for c in calls}) == len(calls):
+        return response
+    ids = _UniqueIds()
+    message = response.ai_message.model_copy(
+        update={"tool_execution_requests": [ids(c) for c in calls]}
+    )
+    return response.model_copy(update={"ai_message": message})
+
+
+def _propagates(error: BaseException) -> bool:
+    """Whether an exception from a tool ends the conversation instead of becoming the call's
+    error result: the caller's cancellation (the current task is being cancelled), and
+    KeyboardInterrupt, SystemExit, GeneratorExit. A CancelledError the tool raised itself
+    while nobody cancelled us, or a library's own BaseException, is the tool's failure."""
+    if isinstance(error, asyncio.CancelledError):
+        task = asyncio.current_task()
+        return task is None or task.cancelling() > 0
+    return isinstance(error, KeyboardInterrupt | SystemExit | GeneratorExit)
+
+
 @dataclass(slots=True)
 class _Outcome:
     """One call's result, plus the exception a handler raised (re-raised after the round)."""
@@ -551,6 +598,7 @@ class ToolService:
                         {"gen_ai.operation.name": "chat", "gen_ai.request.model": parameters.model},
                     ):
                         response = await self._call_model(model, request, run)
+                response = _unique_call_ids(response)
                 await self._fire(E.MODEL_RESPONSE, response=response, memory_id=run.memory_id)
                 if response.usage is not None:
                     run.usage = response.usage + run.usage if run.usage else response.usage
@@ -619,7 +667,14 @@ class ToolService:
         assert turn.queue is not None
         barrier_seen = False
         partials = PartialJsonStream() if run.output is not None else None
+        ids = _UniqueIds()
         async for event in model.astream(request):
+            if isinstance(event, CompleteToolCall):
+                unique = ids(event.request)
+                if unique is not event.request:
+                    event = CompleteToolCall(event.index, unique)
+            elif isinstance(event, ResponseCompleted):
+                event = ResponseCompleted(_unique_call_ids(event.response))
             if partials is not None and isinstance(event, ResponseCompleted):
                 value = partials.flush()
                 if value is not None:
@@ -855,7 +910,9 @@ class ToolService:
             return await self._handle(self.arguments_error_handler, e, call, run, counted=True)
         except ToolExecutionError as e:
             return await self._handle(self.execution_error_handler, e, call, run, counted=False)
-        except Exception as e:  # a custom executor raising something untyped
+        except BaseException as e:  # untyped: a custom executor, a tool's own BaseException
+            if _propagates(e):
+                raise
             wrapped = ToolExecutionError(
                 f"tool {call.name!r} failed: {error_text(e)}",
                 tool_name=call.name,
