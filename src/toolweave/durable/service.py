@@ -14,8 +14,10 @@ sharing the database may run it; results are still taken in request order.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
+import re
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from contextvars import ContextVar
@@ -31,7 +33,7 @@ from ..chat.messages import ChatMessage, UserMessage
 from ..chat.model import ChatModel
 from ..chat.request import ChatRequest, ChatRequestParameters
 from ..chat.response import ChatResponse
-from ..errors import ToolweaveError
+from ..errors import ErrorCode, ToolweaveError
 from ..execution.requests import ToolExecutionRequest
 from ..execution.results import ToolExecutionResult
 from ..service.result import ChatCompleted, ToolChatResult
@@ -117,6 +119,29 @@ ReconcileVerdict: TypeAlias = ToolExecutionResult | str | _Rerun | None
 Reconciler: TypeAlias = Callable[[UnknownOutcome], ReconcileVerdict | Awaitable[ReconcileVerdict]]
 """Decides an interrupted call: a result (or its text) to record as the call's result,
 `RERUN` to run the tool again, or None to report the outcome as unknown."""
+
+
+class DurableDatabaseError(ToolweaveError, ConnectionError):
+    """`launch()` could not reach its PostgreSQL database; the message names the URL (its
+    password masked), the driver's reason and what to start."""
+
+    default_code = ErrorCode.DURABLE_DATABASE_UNAVAILABLE
+
+    def __init__(self, message: str, *, url: str) -> None:
+        super().__init__(message, details={"url": url})
+        self.url = url
+        """The database URL with its password masked."""
+
+
+def _masked_url(url: str) -> str:
+    """`url` with its password replaced by `***` (unparsable URLs are masked by pattern)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):
+        return re.sub(r"(//[^:/@]*:)[^@/]*@", r"\1***@", url)
 
 
 class ConversationFailedError(ToolweaveError):
@@ -746,11 +771,50 @@ def launch(
         dbos_config["log_level"] = log_level
     dbos_config.update(config)
     DBOS(config=dbos_config)  # type: ignore[arg-type]
-    DBOS.launch()
+    try:
+        DBOS.launch()
+    except Exception as e:
+        if not _unreachable(e):
+            raise
+        with contextlib.suppress(Exception):
+            DBOS.destroy()  # so a later launch() (say, once the database is up) starts clean
+        raise _database_error(database_url, e) from e
     for service in list(_SERVICES.values()):
         service.register_queues()
     if recover_executors:
         recover(recover_executors)
+
+
+def _unreachable(error: BaseException) -> bool:
+    from sqlalchemy.exc import InterfaceError, OperationalError
+
+    return isinstance(error, (OperationalError, InterfaceError, ConnectionError))
+
+
+def _database_error(database_url: str, error: BaseException) -> DurableDatabaseError:
+    url = _masked_url(database_url)
+    cause = getattr(error, "orig", None) or error
+    reason = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+    password = _password(database_url)
+    if password:
+        reason = reason.replace(password, "***")
+    return DurableDatabaseError(
+        f"cannot reach the PostgreSQL database of toolweave.durable at {url}: {reason}. "
+        "Start PostgreSQL there (for example `docker run -d -p 5432:5432 "
+        "-e POSTGRES_PASSWORD=... postgres:16`) or pass the URL of a running server to "
+        "launch(); DBOS creates the database itself when the user may.",
+        url=url,
+    )
+
+
+def _password(url: str) -> str | None:
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).password  # type: ignore[return-value]
+    except (ArgumentError, ValueError):
+        return None
 
 
 def recover(executor_ids: Sequence[str]) -> list[str]:
