@@ -200,3 +200,75 @@ def test_mcp_serve_stdio() -> None:
         tools = {t.card.name: t for t in client.list_tools()}
         assert {"add", "get_weather", "explode", "norm1"} <= set(tools)
         assert str(tools["add"].invoke({"a": 20, "b": 22})) == "42"
+
+
+def test_chat_with_the_responses_and_azure_providers() -> None:
+    """`--provider openai-responses` / `azure-responses` against a loopback server speaking
+    the Responses API: the tool is called and the answer printed."""
+    from servers.provider_server import RunningServer
+
+    def answer(output: list[dict[str, object]]) -> dict[str, object]:
+        return {
+            "id": "resp_1",
+            "object": "response",
+            "created_at": 1,
+            "model": "m",
+            "status": "completed",
+            "output": output,
+        }
+
+    call = {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": "call_1",
+        "name": "get_weather",
+        "arguments": '{"city": "Paris"}',
+        "status": "completed",
+    }
+    text = {
+        "type": "message",
+        "id": "msg_1",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": "Sunny in Paris.", "annotations": []}],
+    }
+    running = RunningServer()
+    server = running.start()
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test", "AZURE_OPENAI_API_KEY": "az-test"}
+    try:
+        for provider, extra, path in [
+            ("openai-responses", ["--base-url", f"{server.url}/v1"], "/v1/responses"),
+            (
+                "azure-responses",
+                ["--base-url", server.url, "-m", "gpt-5-prod"],
+                "/openai/responses",
+            ),
+        ]:
+            server.reset()
+            server.enqueue(
+                {"sse": [_completed(answer([call]))]}, {"sse": [_completed(answer([text]))]}
+            )
+            result = runner.invoke(
+                app,
+                ["chat", "--tools", TOOLS, "--provider", provider, *extra, "-M", "Paris?"],
+                env=env,
+            )
+            assert result.exit_code == 0, result.stderr
+            assert "Sunny in Paris." in result.stdout
+            assert [r.path for r in server.requests] == [path, path]
+            outputs = [
+                i for i in server.bodies[1]["input"] if i.get("type") == "function_call_output"
+            ]
+            assert outputs and outputs[0]["call_id"] == "call_1"
+    finally:
+        running.stop()
+
+
+def _completed(response: dict[str, object]) -> str:
+    event = {"type": "response.completed", "sequence_number": 0, "response": response}
+    return f"event: response.completed\ndata: {json.dumps(event)}\n\n"
+
+
+def test_azure_without_a_deployment_says_so() -> None:
+    code, _, err = run("chat", "--tools", TOOLS, "--provider", "azure", "-M", "hi")
+    assert_one_line_error(code, err, "needs --model (the deployment name)")

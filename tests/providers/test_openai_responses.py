@@ -720,3 +720,17 @@ def test_a_missing_key_is_reported_before_sending(monkeypatch: pytest.MonkeyPatc
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(MissingApiKeyError, match="OPENAI_API_KEY"):
         OpenAIResponsesChatModel("gpt-5").chat(ChatRequest([UserMessage("hi")]))
+
+
+def test_calls_only_in_the_completed_response_are_announced(
+    server: ProviderServer, model: OpenAIResponsesChatModel
+) -> None:
+    """A server that sends only `response.completed` (no item events) still gets its calls
+    run: they are announced when the final object arrives."""
+    server.enqueue({"sse": _sse([{"type": "response.completed", "response": FIRST}])})
+    events = list(model.stream(ChatRequest([UserMessage(Q)], PARAMS)))
+    completes = [e for e in events if isinstance(e, CompleteToolCall)]
+    assert [(c.index, c.request.id) for c in completes] == [(0, "call_w1")]
+    last = events[-1]
+    assert isinstance(last, ResponseCompleted)
+    assert calls_of(last.response) == [["call_w1", "get_weather", '{"city":"杭州"}']]

@@ -12,14 +12,29 @@ from rich.console import Console
 from ..chat import ChatModel
 from ._load import CliError, load_object
 
-__all__ = ["CLOUD_KEYS", "DEFAULT_MODELS", "open_model", "pick_provider"]
+__all__ = ["CLOUD_KEYS", "DEFAULT_MODELS", "PROVIDERS", "open_model", "pick_provider"]
+
+AZURE_PROVIDERS = ("azure", "azure-responses")
+PROVIDERS = (
+    "openai",
+    "openai-responses",
+    "azure",
+    "azure-responses",
+    "anthropic",
+    "gemini",
+    "bedrock",
+)
+"""The cloud providers `--provider` accepts by name."""
 
 DEFAULT_MODELS = {
     "openai": "gpt-4o-mini",
+    "openai-responses": "gpt-5-mini",
     "anthropic": "claude-3-5-haiku-latest",
     "gemini": "gemini-2.0-flash",
+    "bedrock": "us.anthropic.claude-3-5-haiku-20241022-v1:0",
 }
-"""The model each provider uses when `--model` is not given."""
+"""The model each provider uses when `--model` is not given (`azure` needs `--model`, the
+deployment name)."""
 
 CLOUD_KEYS = {
     "openai": ("OPENAI_API_KEY",),
@@ -52,25 +67,15 @@ def open_model(
     """Yield `(chat model, description)`; closes the model (and stops a local server).
     `model_options` go to `OpenAIChatModel` (openai and local providers).
 
-    `provider` is `openai`, `anthropic`, `gemini`, `local`, `auto`, or `MODULE:OBJECT`
-    naming a `ChatModel` (or a function returning one).
+    `provider` is one of `PROVIDERS`, `local`, `auto`, or `MODULE:OBJECT` naming a
+    `ChatModel` (or a function returning one).
     """
     provider = pick_provider(provider)
-    if provider in DEFAULT_MODELS:
-        from ..providers import AnthropicChatModel, GeminiChatModel, OpenAIChatModel
-
-        name = model or DEFAULT_MODELS[provider]
-        chat: Any
-        if provider == "openai":
-            options: dict[str, Any] = {"base_url": base_url}
-            if tool_calling:
-                options["tool_calling"] = tool_calling
-            options.update(model_options or {})
-            chat = OpenAIChatModel(model=name, **options)
-        elif provider == "anthropic":
-            chat = AnthropicChatModel(model=name, base_url=base_url)
-        else:
-            chat = GeminiChatModel(model=name, base_url=base_url)
+    if provider in DEFAULT_MODELS or provider in AZURE_PROVIDERS:
+        name = model or DEFAULT_MODELS.get(provider)
+        if not name:
+            raise CliError(f"--provider {provider} needs --model (the deployment name)")
+        chat = _cloud_model(provider, name, base_url, tool_calling, model_options)
         try:
             yield chat, f"{provider} {name}"
         finally:
@@ -98,6 +103,44 @@ def open_model(
         yield obj, provider
         return
     raise CliError(
-        f"unknown provider {provider!r}: use openai, anthropic, gemini, local, auto "
-        "or MODULE:OBJECT"
+        f"unknown provider {provider!r}: use {', '.join(PROVIDERS)}, local, auto or MODULE:OBJECT"
     )
+
+
+def _cloud_model(
+    provider: str,
+    name: str,
+    base_url: str | None,
+    tool_calling: str | None,
+    model_options: dict[str, Any] | None,
+) -> Any:
+    from .. import providers
+
+    if provider == "openai":
+        options: dict[str, Any] = {"base_url": base_url}
+        if tool_calling:
+            options["tool_calling"] = tool_calling
+        options.update(model_options or {})
+        return providers.OpenAIChatModel(model=name, **options)
+    if provider == "openai-responses":
+        return providers.OpenAIResponsesChatModel(name, base_url=base_url)
+    if provider == "anthropic":
+        return providers.AnthropicChatModel(model=name, base_url=base_url)
+    if provider == "gemini":
+        return providers.GeminiChatModel(model=name, base_url=base_url)
+    if provider == "bedrock":
+        try:
+            return providers.BedrockChatModel(name, base_url=base_url)
+        except ImportError:
+            raise CliError(
+                "--provider bedrock needs botocore: pip install 'toolweave[bedrock]'"
+            ) from None
+    cls = (
+        providers.AzureOpenAIChatModel
+        if provider == "azure"
+        else providers.AzureOpenAIResponsesChatModel
+    )
+    try:
+        return cls(name, endpoint=base_url)
+    except ValueError as e:
+        raise CliError(f"{e} (--base-url gives the endpoint)") from None

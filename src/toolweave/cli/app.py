@@ -162,9 +162,10 @@ def chat(
         typer.Option(
             "--provider",
             "-p",
-            help="openai, anthropic, gemini, local (llama-server, built on first use), auto "
-            "(a cloud provider whose API key is set, else local), or MODULE:OBJECT naming a "
-            "ChatModel.",
+            help="openai, openai-responses, azure, azure-responses (--model is the deployment, "
+            "--base-url the endpoint), anthropic, gemini, bedrock, local (llama-server, built on "
+            "first use), auto (a cloud provider whose API key is set, else local), or "
+            "MODULE:OBJECT naming a ChatModel.",
         ),
     ] = "auto",
     model: Annotated[
@@ -172,7 +173,10 @@ def chat(
     ] = None,
     base_url: Annotated[
         str | None,
-        typer.Option("--base-url", help="Endpoint for an OpenAI-compatible server."),
+        typer.Option(
+            "--base-url",
+            help="Endpoint: an OpenAI-compatible server, or the Azure OpenAI resource.",
+        ),
     ] = None,
     system: Annotated[str | None, typer.Option("--system", help="A system prompt.")] = None,
     message: Annotated[

@@ -190,6 +190,7 @@ class ResponsesStreamParser:
         self._ids: list[str | None] = []
         self._parts: list[list[str]] = []
         self._final: ChatResponse | None = None
+        self._text_streamed = False
 
     def feed(self, event: SSEEvent) -> list[StreamEvent]:
         """Consume one SSE event."""
@@ -211,6 +212,7 @@ class ResponsesStreamParser:
         if kind == "response.output_text.delta":
             delta = data["delta"]
             if delta:
+                self._text_streamed = True
                 out.append(TextDelta(str(delta)))
         elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
             delta = data["delta"]
@@ -244,6 +246,16 @@ class ResponsesStreamParser:
             for index in range(len(self._requests)):
                 if self._requests[index] is None:
                     self._complete(index, None, out)
+            text = self._final.ai_message.text
+            if text and not self._text_streamed:  # only in the final object
+                out.append(TextDelta(text))
+            announced = {r.id for r in self._requests if r is not None}
+            for call in self._final.ai_message.tool_execution_requests:
+                if call.id not in announced:  # only in the final object: announce it now
+                    index = len(self._requests)
+                    self._requests.append(call)
+                    out.append(PartialToolCall(index, call.id, call.name, call.arguments))
+                    out.append(CompleteToolCall(index, call))
             out.append(ResponseCompleted(self._consistent(self._final)))
         elif kind == "response.failed":
             response = data.get("response") or {}
