@@ -322,8 +322,22 @@ def test_result_text_rules() -> None:
         == '{"d":"2024-01-01","n":"1.5","c":"A"}'
     )
     assert result_to_text("") == ""
-    with pytest.raises(ToolExecutionError, match="cannot be converted to text"):
-        result_to_text(object(), tool_name="t")
+    # no JSON form: its str() (the call succeeds); only a failing str() is an error
+    assert result_to_text({"o": _Plain()}) == '{"o":"plain!"}'
+    with pytest.raises(ToolExecutionError, match="cannot be converted to text") as info:
+        result_to_text({"items": [1, 2, 3, _Unprintable()]}, tool_name="t")
+    assert 'result["items"][3]' in info.value.message
+    assert info.value.details["path"] == 'result["items"][3]'
+
+
+class _Plain:
+    def __str__(self) -> str:
+        return "plain!"
+
+
+class _Unprintable:
+    def __str__(self) -> str:
+        raise RuntimeError("no text for me")
 
 
 def test_execute_returns_text_and_keeps_raw_result() -> None:

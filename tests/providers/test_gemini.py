@@ -287,12 +287,17 @@ def test_messages_mapping_without_kept_parts() -> None:
                 {
                     "functionResponse": {
                         "name": "chart",
-                        "response": {"result": "a chart"},
+                        "response": {
+                            "result": "a chart\n[attachment 1: image (image/png, 2 B), "
+                            "in the next user part]"
+                        },
                         "id": "fc_9",
-                        "parts": [{"inlineData": {"mimeType": "image/png", "data": "aGk="}}],
                     }
                 },
                 {"functionResponse": {"name": "get_time", "response": {"error": "boom"}}},
+                # Gemini 2.x takes no media in function responses: it follows them
+                {"text": "[attachment 1 of tool call fc_9 (chart)]"},
+                {"inlineData": {"mimeType": "image/png", "data": "aGk="}},
                 {"text": "thanks"},
             ],
         },

@@ -339,7 +339,7 @@ def test_messages_mapping_and_sdk_types() -> None:
     check_openai_request(body)
 
 
-def test_images_in_tool_results_are_refused_before_sending(
+def test_images_in_tool_results_follow_in_a_user_message(
     server: ProviderServer, openai_model: OpenAIChatModel
 ) -> None:
     messages = [
@@ -352,12 +352,30 @@ def test_images_in_tool_results_are_refused_before_sending(
             contents=(TextContent(text="a chart"), ImageContent(data="aGk=")),
         ),
     ]
-    with pytest.raises(UnsupportedOptionError) as info:
-        openai_model.chat(ChatRequest(messages))
-    assert info.value.provider == "openai" and "image" in info.value.option
-    with pytest.raises(UnsupportedOptionError):
-        openai_model.stream(ChatRequest(messages))
-    assert server.requests == []
+    body = openai_model.build_request_body(ChatRequest(messages))
+    assert body["messages"][-2:] == [
+        {
+            "role": "tool",
+            "tool_call_id": "c1",
+            "content": "a chart\n[attachment 1: image (image/png, 2 B), in the next user message]",
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "[attachment 1 of tool call c1 (chart)]"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,aGk="}},
+            ],
+        },
+    ]
+    check_openai_request(body)
+    # a model known to take text only gets a description instead
+    text_only = OpenAIChatModel("gpt-3.5-turbo", api_key="k")
+    body = text_only.build_request_body(ChatRequest(messages))
+    assert body["messages"][-1] == {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "content": "a chart\n[image (image/png, 2 B): not shown, gpt-3.5-turbo takes text only]",
+    }
     # text-only parts are fine
     ok = ToolExecutionResultMessage(
         id="c1", tool_name="chart", text="a chart", contents=(TextContent(text="a chart"),)

@@ -25,8 +25,6 @@ from toolweave import (
     ToolChoice,
     ToolErrorHandlerResult,
     ToolExecutionError,
-    ToolExecutionRequest,
-    ToolExecutionResult,
     ToolExecutionResultMessage,
     ToolLoopLimitError,
     ToolParameters,
@@ -213,52 +211,6 @@ def test_custom_hallucination_strategy_text(mode: str) -> None:
     service.tools(get_weather)
     result = run(mode, service, model)
     assert result.tool_executions[0].result.text == "no ghost, try ['get_weather']"
-
-
-def _seed_message(request: ToolExecutionRequest) -> ToolExecutionResultMessage:
-    # LangChain4j's form: a function of the request returning the result message
-    return ToolExecutionResultMessage(
-        id=request.id,
-        tool_name=request.name,
-        text=f"Error: there is no tool called {request.name}",
-        is_error=True,
-    )
-
-
-async def _async_result(request: ToolExecutionRequest) -> ToolExecutionResult:
-    return ToolExecutionResult(text=f"{request.name} is gone", is_error=True)
-
-
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize(
-    ("strategy", "text"),
-    [
-        (_seed_message, "Error: there is no tool called ghost"),
-        (_async_result, "ghost is gone"),
-        (lambda req: f"unknown: {req.name}", "unknown: ghost"),
-        (
-            lambda req, names: ToolExecutionResult.failure(f"{req.name}? use {names[0]}"),
-            "ghost? use get_weather",
-        ),
-    ],
-)
-def test_hallucination_strategy_in_the_seed_forms(mode: str, strategy: Any, text: str) -> None:
-    model = ScriptedChatModel([ai_calls(call("ghost", id="g1")), AiMessage("ok")])
-    service = ToolService(hallucinated_tool_strategy=strategy).tools(get_weather)
-    result = run(mode, service, model)
-    answer = model.requests[1].messages[-1]
-    assert isinstance(answer, ToolExecutionResultMessage)
-    assert answer.id == "g1" and answer.tool_name == "ghost"
-    assert answer.text == text and answer.is_error
-    assert result.tool_executions[0].result.text == text
-
-
-@pytest.mark.parametrize("mode", MODES)
-def test_hallucination_strategy_with_an_unusable_answer(mode: str) -> None:
-    model = ScriptedChatModel([ai_calls(call("ghost", id="g1")), AiMessage("ok")])
-    service = ToolService(hallucinated_tool_strategy=lambda req: 42).tools(get_weather)
-    with pytest.raises(TypeError, match="must return a ToolExecutionResultMessage"):
-        run(mode, service, model)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -475,10 +427,14 @@ def test_tool_timeout_and_unserialisable_results_are_reported(mode: str) -> None
         await asyncio.sleep(30)
         return "late"
 
+    class Unprintable:
+        def __str__(self) -> str:
+            raise RuntimeError("no text")
+
     @tool
     def weird() -> object:
-        """Returns something that is not JSON."""
-        return threading.Lock()
+        """Returns something that has no JSON form and whose str() fails."""
+        return Unprintable()
 
     model = ScriptedChatModel(
         [ai_calls(call("slow", id="s"), call("weird", id="w")), AiMessage("ok")]

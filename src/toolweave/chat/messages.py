@@ -78,7 +78,12 @@ class AiMessage(BaseModel):
 
 
 class ToolExecutionResultMessage(BaseModel):
-    """The result of one tool call, answering the call with the same `id`."""
+    """The result of one tool call, answering the call with the same `id`.
+
+    `text` is the joined text; `contents` the parts in order when the tool returned parts
+    (providers send these, each as their API best allows); `structured` is structured data
+    sent alongside the text where the API takes it.
+    """
 
     model_config = ConfigDict(frozen=True)
     type: Literal["tool_result"] = "tool_result"
@@ -87,6 +92,7 @@ class ToolExecutionResultMessage(BaseModel):
     text: str
     is_error: bool = False
     contents: tuple[ContentPart, ...] | None = None
+    structured: Any = None
     attributes: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod
@@ -101,6 +107,7 @@ class ToolExecutionResultMessage(BaseModel):
             text=result.result_text(),
             is_error=result.is_error,
             contents=result.contents,
+            structured=result.structured,
             attributes=dict(result.attributes),
         )
 

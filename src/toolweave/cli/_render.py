@@ -9,15 +9,27 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..chat import ReasoningDelta, TextDelta
+from ..execution.content import TextContent
+from ..execution.results import ToolExecutionResult
 from ..service import ChatCompleted, ToolChatResult, ToolExecutionFinished, ToolExecutionStarted
 
-__all__ = ["render_stream"]
+__all__ = ["render_stream", "result_display"]
 
 _MAX_RESULT = 400
 
 
 def _short(text: str, limit: int = _MAX_RESULT) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def result_display(result: ToolExecutionResult) -> str:
+    """A tool result for people: text parts as they are, other parts in their place as
+    ``[image (image/png, 12.0 kB)]``, ``[file report.pdf (application/pdf, 3.1 kB)]``..."""
+    if not result.contents:
+        return result.result_text()
+    return "\n".join(
+        p.text if isinstance(p, TextContent) else f"[{p.describe()}]" for p in result.contents
+    )
 
 
 def render_stream(
@@ -57,7 +69,7 @@ def render_stream(
             label = "tool error" if ex.result.is_error else "tool result"
             console.print(
                 f"[bold {style}]{label}[/] [dim]id={escape(ex.request.id)}[/] "
-                f"{escape(_short(ex.result_text))}",
+                f"{escape(_short(result_display(ex.result)))}",
                 soft_wrap=True,
             )
         elif isinstance(event, ChatCompleted):

@@ -26,7 +26,7 @@ from ..service import ToolService
 from ..tools import Tool
 from ._load import CliError, load_tools
 from ._models import open_model, pick_provider
-from ._render import render_stream
+from ._render import render_stream, result_display
 
 __all__ = ["app", "main"]
 
@@ -149,7 +149,7 @@ def call(
         result = DefaultToolExecutor(target).execute_with_result(request)
         if result.is_error:
             raise CliError(f"tool {tool_name!r} failed: {result.result_text()}")
-        sys.stdout.write(result.result_text() + "\n")
+        sys.stdout.write(result_display(result) + "\n")
 
 
 @app.command()

@@ -74,6 +74,7 @@ def encode_tool_result(result: ToolExecutionResult) -> dict[str, Any]:
         "contents": None
         if result.contents is None
         else _CONTENTS.dump_python(result.contents, mode="json"),
+        "structured": json_safe(result.structured),
         "attributes": json.loads(json.dumps(result.attributes, default=str)),
     }
 
@@ -108,6 +109,7 @@ def decode_outcome(data: dict[str, Any], call: ToolExecutionRequest) -> ToolExec
             is_error=bool(data.get("is_error")),
             result=data.get("result"),
             contents=None if contents is None else _CONTENTS.validate_python(contents),
+            structured=data.get("structured"),
             attributes=dict(data.get("attributes") or {}),
         )
     if kind == "arguments":

@@ -1,17 +1,31 @@
 """Executing tool calls: requests, results, executors, argument parsing, result text."""
 
 from ..schema.arguments import parse_arguments, repair_arguments
-from .content import ContentPart, FileContent, ImageContent, TextContent
+from .content import (
+    Annotations,
+    AudioContent,
+    ContentPart,
+    EmbeddedResource,
+    FileContent,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+)
 from .executor import DefaultToolExecutor, ToolExecutor, as_executor, error_text
 from .requests import ToolExecutionRequest
-from .results import ToolExecution, ToolExecutionResult
+from .results import StructuredText, ToolExecution, ToolExecutionResult
 from .text import result_to_text
 
 __all__ = [
+    "Annotations",
+    "AudioContent",
     "ContentPart",
     "DefaultToolExecutor",
+    "EmbeddedResource",
     "FileContent",
     "ImageContent",
+    "ResourceLink",
+    "StructuredText",
     "TextContent",
     "ToolExecution",
     "ToolExecutionRequest",

@@ -25,14 +25,28 @@ from ..errors import (
     ToolNotSupportedError,
 )
 from ..tools.base import Tool
-from .content import FileContent, ImageContent, TextContent
+from .content import (
+    AudioContent,
+    EmbeddedResource,
+    FileContent,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+)
 from .requests import ToolExecutionRequest
-from .results import ToolExecutionResult
+from .results import StructuredText, ToolExecutionResult
 from .text import result_to_text
 
 __all__ = ["DefaultToolExecutor", "ToolExecutor", "as_executor", "error_text"]
 
-_CONTENT_TYPES = (TextContent, ImageContent, FileContent)
+_CONTENT_TYPES = (
+    TextContent,
+    ImageContent,
+    AudioContent,
+    FileContent,
+    ResourceLink,
+    EmbeddedResource,
+)
 
 
 @runtime_checkable
@@ -56,6 +70,8 @@ def to_result(value: Any, tool_name: str) -> ToolExecutionResult:
     """Wrap a tool's return value: content parts stay parts, anything else becomes text."""
     if isinstance(value, ToolExecutionResult):
         return value
+    if isinstance(value, StructuredText):
+        return ToolExecutionResult(text=str(value), result=value, structured=value.structured)
     if isinstance(value, _CONTENT_TYPES):
         parts: tuple[Any, ...] = (value,)
     elif (

@@ -9,22 +9,42 @@ from typing import Any
 from .content import ContentPart, TextContent
 from .requests import ToolExecutionRequest
 
-__all__ = ["ToolExecution", "ToolExecutionResult"]
+__all__ = ["StructuredText", "ToolExecution", "ToolExecutionResult"]
+
+
+class StructuredText(str):
+    """Text with structured data alongside (`structured`), e.g. an MCP result's text and its
+    ``structuredContent``. It is the text wherever a `str` is expected; the executor keeps
+    the data in `ToolExecutionResult.structured`."""
+
+    structured: Any
+
+    def __new__(cls, text: str, structured: Any) -> StructuredText:
+        out = super().__new__(cls, text)
+        out.structured = structured
+        return out
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (StructuredText, (str(self), self.structured))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolExecutionResult:
     """The outcome of one call (keyword arguments only).
 
-    `result` is the raw return value (kept for the caller, never sent to the model);
-    `text` is what the model receives; `contents` carries multimodal parts when the tool
-    returned images or files; `attributes` is free-form data kept with the message.
+    Three things are kept apart: `result` is the raw return value (kept for the caller,
+    never sent to the model); `contents` are the content parts in the tool's order (text,
+    images, audio, files, resources) when it returned parts; `structured` is structured
+    data sent alongside (MCP ``structuredContent``). `text` is the text the model receives
+    (the joined text parts for a multimodal result); `attributes` is free-form data kept
+    with the message.
     """
 
     text: str
     is_error: bool = False
     result: Any = None
     contents: tuple[ContentPart, ...] | None = None
+    structured: Any = None
     attributes: dict[str, Any] = field(default_factory=dict)
     error: BaseException | None = None
     """The exception behind an error result, when there was one."""
@@ -45,9 +65,14 @@ class ToolExecutionResult:
         return cls(text=text, is_error=True, error=error)
 
     def result_text(self) -> str:
-        """The text sent to the model (joined text parts for multimodal results)."""
+        """The text sent to the model (joined text parts for multimodal results; the
+        structured value as JSON when there is nothing else)."""
         if self.contents is not None and not self.text:
             return "\n".join(p.text for p in self.contents if isinstance(p, TextContent))
+        if not self.text and self.structured is not None:
+            from .text import result_to_text
+
+            return result_to_text(self.structured)
         return self.text
 
 
@@ -75,3 +100,18 @@ class ToolExecution:
     def result_text(self) -> str:
         """The text the model received."""
         return self.result.result_text()
+
+    @property
+    def raw_result(self) -> Any:
+        """The tool's raw return value."""
+        return self.result.result
+
+    @property
+    def contents(self) -> tuple[ContentPart, ...]:
+        """The result's content parts in order (empty for a text-only result)."""
+        return self.result.contents or ()
+
+    @property
+    def structured(self) -> Any:
+        """The structured data sent alongside the text, if any."""
+        return self.result.structured

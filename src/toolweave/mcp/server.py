@@ -22,7 +22,14 @@ from mcp.shared.exceptions import MCPError
 
 from .. import __version__
 from ..errors import ToolCardError
-from ..execution.content import FileContent, ImageContent, TextContent
+from ..execution.content import (
+    AudioContent,
+    EmbeddedResource,
+    FileContent,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+)
 from ..execution.executor import DefaultToolExecutor, error_text
 from ..execution.requests import ToolExecutionRequest
 from ..execution.results import ToolExecutionResult
@@ -79,36 +86,65 @@ def _mcp_tool(tool: Tool) -> mcp_types.Tool:
 def _content(result: ToolExecutionResult) -> list[Any]:
     if not result.contents:
         return [mcp_types.TextContent(type="text", text=result.result_text())]
-    out: list[Any] = []
-    for part in result.contents:
-        if isinstance(part, TextContent):
-            if part.text:
-                out.append(mcp_types.TextContent(type="text", text=part.text))
-        elif isinstance(part, ImageContent) and part.data is not None:
-            out.append(
-                mcp_types.ImageContent(type="image", data=part.data, mime_type=part.mime_type)
-            )
-        elif isinstance(part, (ImageContent, FileContent)) and part.url is not None:
-            out.append(
-                mcp_types.ResourceLink(
-                    type="resource_link",
-                    uri=part.url,
-                    name=getattr(part, "name", None) or part.url.rsplit("/", 1)[-1] or "file",
-                    mime_type=part.mime_type,
-                )
-            )
-        elif isinstance(part, FileContent) and part.data is not None:
-            out.append(
-                mcp_types.EmbeddedResource(
-                    type="resource",
-                    resource=mcp_types.BlobResourceContents(
-                        uri=f"file:///{part.name or 'file'}",
-                        mime_type=part.mime_type,
-                        blob=part.data,
-                    ),
-                )
-            )
+    out = [block for block in map(_block, result.contents) if block is not None]
     return out or [mcp_types.TextContent(type="text", text="")]
+
+
+def _block(part: Any) -> Any:
+    """One content part as an MCP content block, annotations kept (None for empty text)."""
+    notes = (
+        mcp_types.Annotations.model_validate(part.annotations.model_dump(exclude_none=True))
+        if part.annotations is not None
+        else None
+    )
+    if isinstance(part, TextContent):
+        if not part.text:
+            return None
+        return mcp_types.TextContent(type="text", text=part.text, annotations=notes)
+    if isinstance(part, ResourceLink):
+        return mcp_types.ResourceLink(
+            type="resource_link",
+            uri=part.uri,
+            name=part.name or part.uri.rsplit("/", 1)[-1] or "resource",
+            title=part.title,
+            description=part.description,
+            mime_type=part.mime_type,
+            size=part.size,
+            annotations=notes,
+        )
+    if isinstance(part, EmbeddedResource):
+        resource: Any = (
+            mcp_types.TextResourceContents(uri=part.uri, mime_type=part.mime_type, text=part.text)
+            if part.text is not None
+            else mcp_types.BlobResourceContents(
+                uri=part.uri, mime_type=part.mime_type, blob=part.data or ""
+            )
+        )
+        return mcp_types.EmbeddedResource(type="resource", resource=resource, annotations=notes)
+    if part.url is not None:
+        return mcp_types.ResourceLink(
+            type="resource_link",
+            uri=part.url,
+            name=getattr(part, "name", None) or part.url.rsplit("/", 1)[-1] or "file",
+            mime_type=part.mime_type,
+            annotations=notes,
+        )
+    if isinstance(part, ImageContent):
+        return mcp_types.ImageContent(
+            type="image", data=part.data or "", mime_type=part.mime_type, annotations=notes
+        )
+    if isinstance(part, AudioContent):
+        return mcp_types.AudioContent(
+            type="audio", data=part.data or "", mime_type=part.mime_type, annotations=notes
+        )
+    assert isinstance(part, FileContent)
+    return mcp_types.EmbeddedResource(
+        type="resource",
+        resource=mcp_types.BlobResourceContents(
+            uri=f"file:///{part.name or 'file'}", mime_type=part.mime_type, blob=part.data or ""
+        ),
+        annotations=notes,
+    )
 
 
 def _error(text: str) -> mcp_types.CallToolResult:
@@ -156,7 +192,8 @@ def build_mcp_server(
             return _error(error_text(e))
         if result.is_error:
             return _error(result.result_text())
-        return mcp_types.CallToolResult(content=_content(result))
+        structured = result.structured if isinstance(result.structured, dict) else None
+        return mcp_types.CallToolResult(content=_content(result), structured_content=structured)
 
     def input_schema(tool_name: str) -> Mapping[str, Any] | None:
         t = by_name.get(tool_name)

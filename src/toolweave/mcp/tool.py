@@ -8,7 +8,16 @@ from typing import Any
 import mcp_types
 
 from ..errors import ErrorCode, McpError
-from ..execution.content import ContentPart, FileContent, ImageContent, TextContent
+from ..execution.content import (
+    Annotations,
+    AudioContent,
+    ContentPart,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+)
+from ..execution.results import StructuredText, ToolExecutionResult
 from ..tools.base import Tool
 from ..tools.card import ToolCard
 from ._session import McpToolSession
@@ -107,42 +116,25 @@ def mcp_result_to_value(result: mcp_types.CallToolResult, tool_name: str = "") -
     - ``isError`` → raises `McpError` (182301) whose message is the server's text, so an
       executor produces an error result the model can read;
     - only text blocks → the texts joined with a blank line (``"\\n\\n"``);
-    - images, audio, resources → a list of content parts: one `TextContent` with the joined
-      text first (if any), then `ImageContent` / `FileContent` in the server's order;
+    - images, audio, resources → a list of content parts in the server's order
+      (`TextContent`, `ImageContent`, `AudioContent`, `EmbeddedResource`, `ResourceLink`),
+      with their annotations;
+    - ``structuredContent`` next to text only → a `StructuredText`: the joined text (a
+      `str`) carrying the structured value in `.structured`;
+    - ``structuredContent`` next to media → a `ToolExecutionResult` holding the text, the
+      parts and the structured value (`structured`, also its `result`);
     - no content → the structured content if any, else ``None``.
     """
     texts: list[str] = []
     parts: list[ContentPart] = []
+    media = False
     for block in result.content:
-        if isinstance(block, mcp_types.TextContent):
-            texts.append(block.text)
-        elif isinstance(block, mcp_types.ImageContent):
-            parts.append(ImageContent(data=block.data, mime_type=block.mime_type))
-        elif isinstance(block, mcp_types.AudioContent):
-            parts.append(FileContent(data=block.data, mime_type=block.mime_type))
-        elif isinstance(block, mcp_types.EmbeddedResource):
-            res = block.resource
-            if isinstance(res, mcp_types.TextResourceContents):
-                texts.append(res.text)
-            else:
-                parts.append(
-                    FileContent(
-                        data=res.blob,
-                        mime_type=res.mime_type or "application/octet-stream",
-                        name=str(res.uri),
-                    )
-                )
-        elif isinstance(block, mcp_types.ResourceLink):
-            parts.append(
-                FileContent(
-                    url=str(block.uri),
-                    mime_type=block.mime_type or "application/octet-stream",
-                    name=block.name,
-                )
-            )
-        else:  # a content type newer than this code: keep it readable
-            dump = getattr(block, "model_dump_json", None)
-            texts.append(dump(exclude={"data"}) if callable(dump) else str(block))
+        part = _part(block)
+        if isinstance(part, TextContent):
+            texts.append(part.text)
+        else:
+            media = True
+        parts.append(part)
     text = "\n\n".join(texts)
     if result.is_error:
         raise McpError(
@@ -151,11 +143,57 @@ def mcp_result_to_value(result: mcp_types.CallToolResult, tool_name: str = "") -
             tool_name=tool_name or None,
             details={"is_error": True},
         )
-    if parts:
-        return ([TextContent(text=text)] if texts else []) + parts
+    structured = result.structured_content
+    if structured is not None and media:
+        return ToolExecutionResult(
+            text=text, result=structured, contents=tuple(parts), structured=structured
+        )
+    if structured is not None and texts:
+        return StructuredText(text, structured)
+    if media:
+        return parts
     if texts:
         return text
-    return result.structured_content
+    return structured
+
+
+def _annotations(block: Any) -> Annotations | None:
+    raw = getattr(block, "annotations", None)
+    if raw is None:
+        return None
+    return Annotations.model_validate(raw.model_dump(exclude_none=True))
+
+
+def _part(block: Any) -> ContentPart:
+    """One MCP content block as a content part (a newer block type as its JSON text)."""
+    notes = _annotations(block)
+    if isinstance(block, mcp_types.TextContent):
+        return TextContent(text=block.text, annotations=notes)
+    if isinstance(block, mcp_types.ImageContent):
+        return ImageContent(data=block.data, mime_type=block.mime_type, annotations=notes)
+    if isinstance(block, mcp_types.AudioContent):
+        return AudioContent(data=block.data, mime_type=block.mime_type, annotations=notes)
+    if isinstance(block, mcp_types.EmbeddedResource):
+        res = block.resource
+        if isinstance(res, mcp_types.TextResourceContents):
+            return EmbeddedResource(
+                uri=str(res.uri), mime_type=res.mime_type, text=res.text, annotations=notes
+            )
+        return EmbeddedResource(
+            uri=str(res.uri), mime_type=res.mime_type, data=res.blob, annotations=notes
+        )
+    if isinstance(block, mcp_types.ResourceLink):
+        return ResourceLink(
+            uri=str(block.uri),
+            name=block.name,
+            title=block.title,
+            description=block.description,
+            mime_type=block.mime_type,
+            size=block.size,
+            annotations=notes,
+        )
+    dump = getattr(block, "model_dump_json", None)  # newer than this code: keep it readable
+    return TextContent(text=dump(exclude={"data"}) if callable(dump) else str(block))
 
 
 class McpTool(Tool):

@@ -21,13 +21,13 @@ from ..chat.request import ChatRequest, ChatRequestParameters, ToolChoice
 from ..chat.response import ChatResponse, FinishReason, TokenUsage
 from ..dialects import anthropic_tools, to_anthropic_strict
 from ..errors import SchemaError
-from ..execution.content import ContentPart, FileContent, ImageContent, TextContent
 from ..execution.requests import ToolExecutionRequest
 from ..schema.output import OutputSchema
 from ._answer import ANSWER_DESCRIPTION, Answer, answer_schema, answer_text
 from ._base import HttpChatModel, arguments_object, compact_json
 from ._http import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRIES, HttpTransport, decode_json
 from ._sse import SSEEvent
+from .tool_results import anthropic_content, anthropic_tool_result
 
 __all__ = ["ANSWER_TOOL", "AnthropicChatModel", "AnthropicStreamParser"]
 
@@ -484,7 +484,7 @@ class AnthropicChatModel(HttpChatModel):
                     out.append({"role": "assistant", "content": content})
                 continue
             if isinstance(message, ToolExecutionResultMessage):
-                blocks = [self._tool_result(message)]
+                blocks = [anthropic_tool_result(message)]
             elif isinstance(message, UserMessage):
                 blocks = self._user_blocks(message)
             else:
@@ -528,46 +528,10 @@ class AnthropicChatModel(HttpChatModel):
         blocks: list[dict[str, Any]] = []
         if message.text:
             blocks.append({"type": "text", "text": message.text})
-        blocks.extend(self._content(part, "user messages") for part in message.contents)
+        blocks.extend(
+            anthropic_content(part, "a user message", self.unsupported) for part in message.contents
+        )
         return blocks
-
-    def _tool_result(self, message: ToolExecutionResultMessage) -> dict[str, Any]:
-        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.id}
-        contents = message.contents or ()
-        if any(not isinstance(p, TextContent) for p in contents):
-            parts = [self._content(p, "tool results") for p in contents]
-            if message.text and not any(isinstance(p, TextContent) for p in contents):
-                parts.insert(0, {"type": "text", "text": message.text})
-            block["content"] = parts
-        else:
-            block["content"] = message.text
-        if message.is_error:
-            block["is_error"] = True
-        return block
-
-    def _content(self, part: ContentPart, where: str) -> dict[str, Any]:
-        if isinstance(part, TextContent):
-            return {"type": "text", "text": part.text}
-        if isinstance(part, ImageContent):
-            if part.url:
-                return {"type": "image", "source": {"type": "url", "url": part.url}}
-            return {
-                "type": "image",
-                "source": {"type": "base64", "media_type": part.mime_type, "data": part.data},
-            }
-        if isinstance(part, FileContent):
-            if part.mime_type == "application/pdf":
-                if part.url:
-                    return {"type": "document", "source": {"type": "url", "url": part.url}}
-                return {
-                    "type": "document",
-                    "source": {"type": "base64", "media_type": part.mime_type, "data": part.data},
-                }
-            raise self.unsupported(
-                f"file content of type {part.mime_type} in {where}",
-                "Anthropic documents must be PDF (or text)",
-            )
-        raise TypeError(f"unknown content part: {part!r}")
 
     # response -------------------------------------------------------------------------------
     def _answer(self, request: ChatRequest) -> Answer | None:

@@ -23,12 +23,12 @@ from ..chat.request import ChatRequest, ChatRequestParameters, ToolChoice
 from ..chat.response import ChatResponse, FinishReason, TokenUsage
 from ..dialects import gemini_function_declarations, to_gemini_json_schema, to_gemini_openapi
 from ..errors import AuthenticationError, ProviderError, SchemaError
-from ..execution.content import ContentPart, FileContent, ImageContent, TextContent
 from ..execution.requests import ToolExecutionRequest
 from ..schema.output import OutputSchema
 from ._base import HttpChatModel, arguments_object, compact_json
 from ._http import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRIES, HttpTransport, decode_json
 from ._sse import SSEEvent
+from .tool_results import gemini_function_response, gemini_part
 
 __all__ = ["GENERATED_ID_PREFIX", "GeminiChatModel", "GeminiStreamParser"]
 
@@ -311,7 +311,7 @@ class GeminiChatModel(HttpChatModel):
                 "parallel_tool_calls=False",
                 "the Gemini API has no switch to disable parallel calls",
             )
-        system, contents = self._contents(request.messages)
+        system, contents = self._contents(request.messages, model)
         body: dict[str, Any] = {"contents": contents}
         if system:
             body["systemInstruction"] = {"parts": system}
@@ -379,27 +379,40 @@ class GeminiChatModel(HttpChatModel):
             raise self.unsupported("tool_choice", f"no tool named {choice.name!r} in the request")
         return {"mode": "ANY", "allowedFunctionNames": [choice.name]}
 
-    def _contents(self, messages: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def _contents(
+        self, messages: Any, model: str | None = None
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         system: list[dict[str, Any]] = []
         contents: list[dict[str, Any]] = []
+        follow: list[dict[str, Any]] = []  # media of the turn's results, after its responses
         for message in messages:
             if isinstance(message, SystemMessage):
                 system.append({"text": message.text})
                 continue
-            if isinstance(message, AiMessage):
-                role, parts = "model", self._model_parts(message)
-            elif isinstance(message, ToolExecutionResultMessage):
-                role, parts = "user", [self._function_response(message)]
-            elif isinstance(message, UserMessage):
-                role, parts = "user", self._user_parts(message)
+            if isinstance(message, ToolExecutionResultMessage):
+                response, media = gemini_function_response(
+                    message, model or self.model, GENERATED_ID_PREFIX
+                )
+                role, parts = "user", [response]
+                follow += media
             else:
-                raise TypeError(f"not a chat message: {type(message).__name__}")
+                if follow:
+                    contents[-1]["parts"].extend(follow)
+                    follow = []
+                if isinstance(message, AiMessage):
+                    role, parts = "model", self._model_parts(message)
+                elif isinstance(message, UserMessage):
+                    role, parts = "user", self._user_parts(message)
+                else:
+                    raise TypeError(f"not a chat message: {type(message).__name__}")
             if not parts:
                 continue
             if contents and contents[-1]["role"] == role:
                 contents[-1]["parts"].extend(parts)
             else:
                 contents.append({"role": role, "parts": parts})
+        if follow:
+            contents[-1]["parts"].extend(follow)
         return system, contents
 
     def _model_parts(self, message: AiMessage) -> list[dict[str, Any]]:
@@ -425,35 +438,12 @@ class GeminiChatModel(HttpChatModel):
             parts.append({"functionCall": function_call})
         return parts
 
-    def _function_response(self, message: ToolExecutionResultMessage) -> dict[str, Any]:
-        response: dict[str, Any] = {
-            "name": message.tool_name,
-            "response": {"error" if message.is_error else "result": message.text},
-        }
-        if not message.id.startswith(GENERATED_ID_PREFIX):
-            response["id"] = message.id
-        media = [p for p in message.contents or () if not isinstance(p, TextContent)]
-        if media:
-            response["parts"] = [self._media(p, "tool results") for p in media]
-        return {"functionResponse": response}
-
     def _user_parts(self, message: UserMessage) -> list[dict[str, Any]]:
         parts: list[dict[str, Any]] = []
         if message.text:
             parts.append({"text": message.text})
-        for part in message.contents:
-            if isinstance(part, TextContent):
-                parts.append({"text": part.text})
-            else:
-                parts.append(self._media(part, "user messages"))
+        parts.extend(gemini_part(part, self.unsupported) for part in message.contents)
         return parts
-
-    def _media(self, part: ContentPart, where: str) -> dict[str, Any]:
-        if isinstance(part, ImageContent | FileContent):
-            if part.url:
-                return {"fileData": {"mimeType": part.mime_type, "fileUri": part.url}}
-            return {"inlineData": {"mimeType": part.mime_type, "data": part.data}}
-        raise self.unsupported(f"{part.type} content in {where}")
 
     # response -------------------------------------------------------------------------------
     def _parse(self, data: Any) -> ChatResponse:

@@ -25,7 +25,6 @@ from ..chat.request import ChatRequest, ChatRequestParameters, ToolChoice
 from ..chat.response import ChatResponse, FinishReason, TokenUsage
 from ..dialects import openai_tools, to_openai_strict
 from ..errors import SchemaError, UnsupportedOptionError
-from ..execution.content import FileContent, ImageContent, TextContent
 from ..execution.requests import ToolExecutionRequest
 from ._azure import AZURE_PROVIDER, AzureSettings, TokenProvider
 from ._base import HttpChatModel, StreamParser
@@ -39,6 +38,7 @@ from .constrained import (
     constrained_plan,
     repeat_follow_up,
 )
+from .tool_results import openai_chat_content, openai_chat_tool_result
 
 __all__ = ["AzureOpenAIChatModel", "OpenAIChatModel", "OpenAIStreamAggregator"]
 
@@ -553,7 +553,7 @@ class OpenAIChatModel(HttpChatModel):
             return constrained_body(self, plan, request, params, model, stream)
         body: dict[str, Any] = {
             "model": model,
-            "messages": [self._message(m) for m in request.messages],
+            "messages": self._messages(request.messages, model),
         }
         if params.temperature is not None:
             body["temperature"] = params.temperature
@@ -609,11 +609,31 @@ class OpenAIChatModel(HttpChatModel):
             return {"type": "function", "function": {"name": choice.name}}
         return choice.mode
 
-    def _message(self, message: Any) -> dict[str, Any]:
+    def _messages(self, messages: Any, model: str) -> list[dict[str, Any]]:
+        """The wire messages. Media from tool results goes into one `user` message after
+        the turn's tool messages (a tool message takes text only)."""
+        out: list[dict[str, Any]] = []
+        follow: list[dict[str, Any]] = []
+        for message in messages:
+            if isinstance(message, ToolExecutionResultMessage):
+                tool, media = openai_chat_tool_result(message, model)
+                out.append(tool)
+                follow += media
+                continue
+            if follow:
+                out.append({"role": "user", "content": follow})
+                follow = []
+            out.append(self._message(message, model))
+        if follow:
+            out.append({"role": "user", "content": follow})
+        return out
+
+    def _message(self, message: Any, model: str | None = None) -> dict[str, Any]:
         if isinstance(message, SystemMessage):
             return {"role": "system", "content": message.text}
         if isinstance(message, UserMessage):
-            out: dict[str, Any] = {"role": "user", "content": self._user_content(message)}
+            content = self._user_content(message, model or self.model)
+            out: dict[str, Any] = {"role": "user", "content": content}
             if message.name:
                 out["name"] = message.name
             return out
@@ -636,37 +656,16 @@ class OpenAIChatModel(HttpChatModel):
                     out["reasoning_content"] = message.reasoning
             return out
         if isinstance(message, ToolExecutionResultMessage):
-            for part in message.contents or ():
-                if not isinstance(part, TextContent):
-                    raise self.unsupported(
-                        f"{part.type} content in tool results",
-                        "Chat Completions tool messages accept only text "
-                        f"(tool {message.tool_name!r}, call {message.id!r})",
-                    )
-            return {"role": "tool", "tool_call_id": message.id, "content": message.text}
+            return openai_chat_tool_result(message, self.model)[0]
         raise TypeError(f"not a chat message: {type(message).__name__}")
 
-    def _user_content(self, message: UserMessage) -> Any:
+    def _user_content(self, message: UserMessage, model: str) -> Any:
         if not message.contents:
             return message.text or ""
         parts: list[dict[str, Any]] = []
         if message.text:
             parts.append({"type": "text", "text": message.text})
-        for part in message.contents:
-            if isinstance(part, TextContent):
-                parts.append({"type": "text", "text": part.text})
-            elif isinstance(part, ImageContent):
-                url = part.url or f"data:{part.mime_type};base64,{part.data}"
-                parts.append({"type": "image_url", "image_url": {"url": url}})
-            elif isinstance(part, FileContent):
-                if not part.data:
-                    raise self.unsupported(
-                        "file content by url", "Chat Completions takes files inline (base64)"
-                    )
-                file: dict[str, Any] = {"file_data": f"data:{part.mime_type};base64,{part.data}"}
-                if part.name:
-                    file["filename"] = part.name
-                parts.append({"type": "file", "file": file})
+        parts.extend(openai_chat_content(p, model, self.unsupported) for p in message.contents)
         return parts
 
     # response -------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from ._azure import AZURE_PROVIDER, AzureSettings, TokenProvider
 from ._base import HttpChatModel
 from ._http import DEFAULT_MAX_RETRIES, HttpTransport
 from ._sse import SSEEvent
+from .tool_results import openai_responses_tool_output
 
 __all__ = ["AzureOpenAIResponsesChatModel", "OpenAIResponsesChatModel", "ResponsesStreamParser"]
 
@@ -476,13 +477,7 @@ class OpenAIResponsesChatModel(HttpChatModel):
         if isinstance(message, AiMessage):
             return self._ai_items(message)
         if isinstance(message, ToolExecutionResultMessage):
-            return [
-                {
-                    "type": "function_call_output",
-                    "call_id": message.id,
-                    "output": self._tool_output(message),
-                }
-            ]
+            return [openai_responses_tool_output(message)]
         raise TypeError(f"not a chat message: {type(message).__name__}")
 
     def _ai_items(self, message: AiMessage) -> list[dict[str, Any]]:
@@ -523,17 +518,6 @@ class OpenAIResponsesChatModel(HttpChatModel):
         if message.text:
             parts.append({"type": "input_text", "text": message.text})
         parts.extend(_input_part(part) for part in message.contents)
-        return parts
-
-    def _tool_output(self, message: ToolExecutionResultMessage) -> Any:
-        if not message.contents or all(isinstance(p, TextContent) for p in message.contents):
-            return message.text
-        parts: list[dict[str, Any]] = []
-        if message.text:
-            parts.append({"type": "input_text", "text": message.text})
-        parts.extend(
-            _input_part(part) for part in message.contents if not isinstance(part, TextContent)
-        )
         return parts
 
     # response -------------------------------------------------------------------------------

@@ -3,9 +3,7 @@ streaming and tool search."""
 
 from .handlers import (
     RETHROW,
-    HallucinatedToolAnswer,
     HallucinatedToolStrategy,
-    HallucinatedToolStrategyFunction,
     ToolErrorContext,
     ToolErrorHandler,
     ToolErrorHandlerResult,
@@ -25,9 +23,7 @@ from .service import ServiceEvent, ToolService
 __all__ = [
     "RETHROW",
     "ChatCompleted",
-    "HallucinatedToolAnswer",
     "HallucinatedToolStrategy",
-    "HallucinatedToolStrategyFunction",
     "KeywordToolSearch",
     "PartialOutput",
     "ServiceEvent",

@@ -50,10 +50,9 @@ def drop_none(value: Any) -> Any:
 
 
 def fill_defaults(schema: Mapping[str, Any], data: dict[str, Any]) -> dict[str, Any]:
-    """Add the schema's top-level property defaults missing from `data` (in place); a null
-    default means "absent" and adds nothing."""
+    """Add the schema's top-level property defaults missing from `data` (in place)."""
     props = schema.get("properties") or {}
     for key, prop in props.items():
-        if key not in data and isinstance(prop, dict) and prop.get("default") is not None:
+        if key not in data and isinstance(prop, dict) and "default" in prop:
             data[key] = copy.deepcopy(prop["default"])
     return data
