@@ -30,8 +30,8 @@ parameter) and `x-*` extensions from the top-level properties.
 `gemini_function_declaration(card, mode="openapi")` — one `functionDeclarations[]` entry.
   `mode="json_schema"` sends `parametersJsonSchema`: the canonical schema without `title`
   and `$schema`, `const` as a one-value `enum`. `mode="openapi"` sends `parameters` in the
-  OpenAPI subset: `$defs` inlined (a recursive `$ref` is a `SchemaError`: use
-  json_schema mode), `anyOf[T, null]` and `type: [T, "null"]` become `T` + `nullable: true`,
+  OpenAPI subset: `$defs` inlined (a recursive `$ref`, or a schema past 200,000 values once
+  inlined, is a `SchemaError`: use json_schema mode), `anyOf[T, null]` and `type: [T, "null"]` become `T` + `nullable: true`,
   `additionalProperties`, `title`, `default`, `$schema`, `examples` dropped (a default is
   said in the description: `Default: "c".`), `const` and
   non-string enums handled (Gemini enums are strings: a numeric enum keeps its numeric type and
@@ -555,10 +555,42 @@ def _openapi_node(schema: Any, defs: Mapping[str, Any], stack: tuple[str, ...], 
     return s
 
 
+_MAX_INLINED_NODES = 200_000
+
+
+def _inlined_size(schema: Any, defs: Mapping[str, Any]) -> int:
+    """How many values `schema` has once every `$ref` to `defs` is inlined (each definition
+    measured once; a recursive one counts once, `_openapi_node` reports it)."""
+    sizes: dict[str, int] = {}
+
+    def size(node: Any) -> int:
+        if isinstance(node, Mapping):
+            ref = node.get("$ref")
+            total = 1
+            if isinstance(ref, str):
+                name = ref.rsplit("/", 1)[-1]
+                if name not in sizes and name in defs:
+                    sizes[name] = 1  # while measuring: a cycle counts once
+                    sizes[name] = size(defs[name])
+                total += sizes.get(name, 1)
+            return total + sum(size(v) for k, v in node.items() if k not in ("$defs", "$ref"))
+        if isinstance(node, list):
+            return 1 + sum(size(v) for v in node)
+        return 1
+
+    return size(schema)
+
+
 @_guarded
 def to_gemini_openapi(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """The OpenAPI-subset `parameters` form; raises `SchemaError` for recursive types."""
+    """The OpenAPI-subset `parameters` form; raises `SchemaError` for recursive types and
+    for schemas whose shared `$defs` would grow past 200,000 values once inlined."""
     defs = {**(schema.get("definitions") or {}), **(schema.get("$defs") or {})}
+    if defs and _inlined_size(schema, defs) > _MAX_INLINED_NODES:
+        raise SchemaError(
+            f"the schema grows past {_MAX_INLINED_NODES:,} values when its shared $defs are "
+            "inlined for Gemini's OpenAPI schema subset; use mode='json_schema'"
+        )
     out = _openapi_node(copy.deepcopy(dict(schema)), defs, (), "")
     assert isinstance(out, dict)
     if out.get("type") != "object":

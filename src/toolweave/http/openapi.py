@@ -18,7 +18,13 @@ from .card import PLACEHOLDER, RestfulApiCard
 from .restful_api import AuthSpec, RestfulApi
 from .ssrf import Resolver, SsrfPolicy
 
-__all__ = ["OpenApiOperation", "load_openapi", "tools_from_openapi"]
+__all__ = [
+    "MAX_DOCUMENT_NODES",
+    "MAX_TOOL_SCHEMA_BYTES",
+    "OpenApiOperation",
+    "load_openapi",
+    "tools_from_openapi",
+]
 
 logger = logging.getLogger("toolweave.http")
 
@@ -50,6 +56,8 @@ def _parse_text(text: str, source: str) -> Any:
             return json.loads(text)
         except ValueError as e:
             raise _invalid(f"{source} is not valid JSON: {e}") from e
+        except RecursionError:
+            raise _invalid(f"{source} is nested too deeply") from None
     try:
         yaml = importlib.import_module("yaml")
     except ImportError:
@@ -66,7 +74,11 @@ def _parse_text(text: str, source: str) -> Any:
 def load_openapi(spec_or_path: Mapping[str, Any] | str | Path) -> dict[str, Any]:
     """Load a document from a dict, a JSON/YAML file path, or JSON/YAML text."""
     if isinstance(spec_or_path, Mapping):
-        doc: Any = copy.deepcopy(dict(spec_or_path))
+        _check_expanded_size(spec_or_path)
+        try:
+            doc: Any = copy.deepcopy(dict(spec_or_path))
+        except RecursionError:
+            raise _invalid("the OpenAPI document is nested too deeply") from None
     elif isinstance(spec_or_path, Path) or (
         isinstance(spec_or_path, str)
         and "\n" not in spec_or_path
@@ -79,8 +91,10 @@ def load_openapi(spec_or_path: Mapping[str, Any] | str | Path) -> dict[str, Any]
         except OSError as e:
             raise _invalid(f"cannot read OpenAPI document {str(path)!r}: {e}") from e
         doc = _parse_text(text, str(path))
+        _check_expanded_size(doc)
     elif isinstance(spec_or_path, str):
         doc = _parse_text(spec_or_path, "the OpenAPI text")
+        _check_expanded_size(doc)
     else:
         raise _invalid(f"expected a dict, a path or text, got {type(spec_or_path).__name__}")
     if not isinstance(doc, dict):
@@ -93,8 +107,41 @@ def load_openapi(spec_or_path: Mapping[str, Any] | str | Path) -> dict[str, Any]
     return doc
 
 
+MAX_DOCUMENT_NODES = 4_000_000
+"""A loaded document may hold at most this many values when shared ones (YAML aliases, a
+dict reused in a Python document) are counted at every place they appear."""
+MAX_TOOL_SCHEMA_BYTES = 1_000_000
+"""The parameters schema of one tool may be at most this long as JSON."""
+
+_MAX_NAME = 64
+
+
+def _check_expanded_size(doc: Any) -> None:
+    """Refuse a document that is small as written but huge once shared values are followed
+    (a YAML alias bomb): counted iteratively, stopping at the cap."""
+    count = 0
+    stack = [doc]
+    while stack:
+        node = stack.pop()
+        count += 1
+        if count > MAX_DOCUMENT_NODES:
+            raise _invalid(
+                f"the OpenAPI document expands to more than {MAX_DOCUMENT_NODES:,} values "
+                "(YAML aliases or shared objects repeated); refused"
+            )
+        if isinstance(node, Mapping):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
+def _cut(ref: str) -> dict[str, Any]:
+    name = ref.rsplit("/", 1)[-1]
+    return {"type": "object", "description": f"(recursive {name}, not expanded)"}
+
+
 class _Resolver:
-    """Inlines local `$ref`s; a reference cycle becomes a described free object."""
+    """Looks up local `$ref`s and follows chains of them without recursion."""
 
     def __init__(self, root: Mapping[str, Any]) -> None:
         self.root = root
@@ -113,23 +160,87 @@ class _Resolver:
                 raise _invalid(f"unresolvable $ref {ref!r}")
         return node
 
-    def resolve(self, node: Any, stack: tuple[str, ...] = ()) -> Any:
+    def deref(self, node: Any, seen: tuple[str, ...] = ()) -> tuple[Any, tuple[str, ...]]:
+        """`node` with the `$ref` chain at its top followed (the keywords next to each `$ref`
+        win over its target's); returns it, unresolved inside, and the refs followed. A chain
+        that comes back to a ref already in `seen` ends in the cut object."""
+        layers: list[dict[str, Any]] = []
+        chain = list(seen)
+        while isinstance(node, Mapping) and isinstance(node.get("$ref"), str):
+            ref = node["$ref"]
+            layers.append({k: v for k, v in node.items() if k != "$ref"})
+            if ref in chain:
+                node = _cut(ref)
+                break
+            chain.append(ref)
+            node = self.lookup(ref)
+        for layer in reversed(layers):
+            if isinstance(node, Mapping):
+                node = {**node, **layer}
+        return node, tuple(chain[len(seen) :])
+
+
+class _SchemaBuilder:
+    """Builds the schemas of one tool. A definition is inlined where it is first used;
+    later uses point to one shared copy under `$defs`, so the result grows with the number
+    of distinct definitions, never with the number of paths through them. A reference back
+    into a definition being built is cut (`(recursive Name, not expanded)`)."""
+
+    def __init__(self, resolver: _Resolver) -> None:
+        self.resolver = resolver
+        self.defs: dict[str, Any] = {}
+        self._built: dict[str, Any] = {}
+        self._names: dict[str, str] = {}
+        self._stack: tuple[str, ...] = ()
+
+    def build(self, node: Any) -> Any:
         if isinstance(node, list):
-            return [self.resolve(v, stack) for v in node]
+            return [self.build(v) for v in node]
         if not isinstance(node, Mapping):
             return node
         ref = node.get("$ref")
         if isinstance(ref, str):
-            if ref in stack:
-                name = ref.rsplit("/", 1)[-1]
-                return {"type": "object", "description": f"(recursive {name}, not expanded)"}
-            target = self.resolve(self.lookup(ref), (*stack, ref))
-            siblings = {k: self.resolve(v, stack) for k, v in node.items() if k != "$ref"}
+            siblings = {k: self.build(v) for k, v in node.items() if k != "$ref"}
+            target = self._ref(ref)
             return {**target, **siblings} if isinstance(target, dict) else target
-        return {k: self.resolve(v, stack) for k, v in node.items()}
+        return {k: self.build(v) for k, v in node.items()}
+
+    def inline(self, node: Any) -> Any:
+        """`node` (already built) with a top-level `$defs` reference replaced by its body."""
+        if isinstance(node, Mapping) and isinstance(node.get("$ref"), str):
+            name = node["$ref"].removeprefix("#/$defs/")
+            if name in self.defs:
+                rest = {k: v for k, v in node.items() if k != "$ref"}
+                body = self.defs[name]
+                return {**body, **rest} if isinstance(body, Mapping) else body
+        return node
+
+    def _ref(self, ref: str) -> Any:
+        if ref in self._stack:
+            return _cut(ref)
+        if ref in self._built:
+            name = self._names.get(ref)
+            if name is None:
+                base = _BAD_NAME.sub("_", ref.rsplit("/", 1)[-1])[:_MAX_NAME] or "def"
+                name, n = base, 2
+                while name in self.defs:
+                    name, n = f"{base}_{n}", n + 1
+                self._names[ref] = name
+                self.defs[name] = self._built[ref]
+            return {"$ref": f"#/$defs/{name}"}
+        target, chain = self.resolver.deref({"$ref": ref}, self._stack)
+        saved = self._stack
+        self._stack = (*saved, *chain)
+        try:
+            body = self.build(target)
+        finally:
+            self._stack = saved
+        for followed in chain:
+            self._built.setdefault(followed, body)
+        return body
 
 
-def _merge_all_of(schema: dict[str, Any]) -> dict[str, Any]:
+def _merge_all_of(schema: dict[str, Any], builder: _SchemaBuilder) -> dict[str, Any]:
     parts = schema.get("allOf")
     if not isinstance(parts, list):
         return schema
@@ -137,7 +248,8 @@ def _merge_all_of(schema: dict[str, Any]) -> dict[str, Any]:
     props: dict[str, Any] = dict(merged.get("properties") or {})
     required: list[str] = list(merged.get("required") or [])
     for part in parts:
-        part = _merge_all_of(part) if isinstance(part, dict) else {}
+        part = builder.inline(part)
+        part = _merge_all_of(dict(part), builder) if isinstance(part, Mapping) else {}
         props.update(part.get("properties") or {})
         required.extend(r for r in part.get("required") or [] if r not in required)
         for key, value in part.items():
@@ -197,13 +309,23 @@ def _wanted(include: Any, op: OpenApiOperation, name: str) -> bool:
     return bool(wanted & {op.operation_id, name, *op.tags})
 
 
+def _parameters(resolver: _Resolver, owner: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The `parameters` of a path item or operation, each `$ref` followed."""
+    raw = owner.get("parameters")
+    out: list[Mapping[str, Any]] = []
+    for p in raw if isinstance(raw, list) else []:
+        p, _ = resolver.deref(p)
+        if isinstance(p, Mapping):
+            out.append(p)
+    return out
+
+
 def _body(
-    resolver: _Resolver, operation: Mapping[str, Any], where: str
+    builder: _SchemaBuilder, operation: Mapping[str, Any], where: str
 ) -> tuple[dict[str, Any], list[str], str | None]:
-    body = operation.get("requestBody")
-    if not body:
+    body, _ = builder.resolver.deref(operation.get("requestBody"))
+    if not body or not isinstance(body, Mapping):
         return {}, [], None
-    body = resolver.resolve(body)
     content: Mapping[str, Any] = body.get("content") or {}
     chosen: tuple[str, Any] | None = None
     for media, entry in content.items():
@@ -217,7 +339,8 @@ def _body(
         logger.warning("%s: request body %s not supported; skipped", where, list(content))
         return {}, [], None
     location, entry = chosen
-    schema = _merge_all_of(_clean((entry or {}).get("schema") or {}))
+    raw = entry.get("schema") if isinstance(entry, Mapping) else None
+    schema = _merge_all_of(_clean(builder.inline(builder.build(raw or {}))), builder)
     props = schema.get("properties")
     if schema.get("type", "object") != "object" or not isinstance(props, Mapping):
         logger.warning("%s: only object request bodies are supported; skipped", where)
@@ -251,7 +374,32 @@ def tools_from_openapi(
     unique. `auth`, `allow_private_network`, `ssrf_policy`, `timeout`, `callbacks` and
     `resolver` are passed to every tool.
     """
-    doc = load_openapi(spec_or_path)
+    try:
+        return _tools(
+            load_openapi(spec_or_path),
+            base_url,
+            include,
+            {
+                "auth": auth,
+                "allow_private_network": allow_private_network,
+                "ssrf_policy": ssrf_policy,
+                "timeout": timeout,
+                "callbacks": callbacks,
+                "resolver": resolver,
+            },
+        )
+    except RecursionError:
+        raise _invalid(
+            "the OpenAPI document is nested too deeply (or has a $ref chain too long) to import"
+        ) from None
+
+
+def _tools(
+    doc: dict[str, Any],
+    base_url: str | None,
+    include: Iterable[str] | str | Callable[[OpenApiOperation], bool] | None,
+    options: dict[str, Any],
+) -> list[RestfulApi]:
     resolver_ = _Resolver(doc)
     root = base_url or _server_url(doc)
     if not root or not re.match(r"^https?://", root, re.IGNORECASE):
@@ -263,9 +411,11 @@ def tools_from_openapi(
     root = root.rstrip("/")
     taken: set[str] = set()
     tools: list[RestfulApi] = []
-    for path, item in (doc.get("paths") or {}).items():
-        item = resolver_.resolve(item) if isinstance(item, Mapping) else {}
-        shared = item.get("parameters") or []
+    for path, raw_item in (doc.get("paths") or {}).items():
+        item, _ = resolver_.deref(raw_item)
+        if not isinstance(item, Mapping):
+            continue
+        shared = _parameters(resolver_, item)
         for method in _METHODS:
             operation = item.get(method)
             if not isinstance(operation, Mapping):
@@ -283,8 +433,9 @@ def tools_from_openapi(
                 continue
             taken.add(name)
             where = f"{method.upper()} {path}"
+            builder = _SchemaBuilder(resolver_)
             params: dict[tuple[str, str], Mapping[str, Any]] = {}
-            for p in [*shared, *(operation.get("parameters") or [])]:
+            for p in [*shared, *_parameters(resolver_, operation)]:
                 if isinstance(p, Mapping) and p.get("name") and p.get("in"):
                     params[(str(p["name"]), str(p["in"]))] = p
             properties: dict[str, Any] = {}
@@ -294,7 +445,7 @@ def tools_from_openapi(
                 if location is None:
                     logger.warning("%s: %s parameter %r not supported", where, where_in, pname)
                     continue
-                prop = _clean(p.get("schema") or {"type": "string"})
+                prop = _clean(builder.inline(builder.build(p.get("schema") or {"type": "string"})))
                 if p.get("description"):
                     prop["description"] = p["description"]
                 properties[pname] = {**prop, "location": location}
@@ -304,7 +455,7 @@ def tools_from_openapi(
                 if placeholder not in properties:  # undeclared in the document: a string
                     properties[placeholder] = {"type": "string", "location": "path"}
                     required.append(placeholder)
-            body_props, body_required, _ = _body(resolver_, operation, where)
+            body_props, body_required, _ = _body(builder, operation, where)
             for bname, bprop in body_props.items():
                 if bname in properties:
                     logger.warning("%s: body property %r clashes with a parameter", where, bname)
@@ -315,6 +466,14 @@ def tools_from_openapi(
             schema: dict[str, Any] = {"type": "object", "properties": properties}
             if required:
                 schema["required"] = required
+            if builder.defs:
+                schema["$defs"] = builder.defs
+            size = len(json.dumps(schema))
+            if size > MAX_TOOL_SCHEMA_BYTES:
+                raise _invalid(
+                    f"{where}: the parameters schema is {size:,} bytes as JSON, over the "
+                    f"limit of {MAX_TOOL_SCHEMA_BYTES:,}; use include= to leave it out"
+                )
             text = "\n\n".join(
                 str(t) for t in (operation.get("summary"), operation.get("description")) if t
             )
@@ -324,8 +483,8 @@ def tools_from_openapi(
                 "input_params": schema,
                 "url": root + path,
                 "method": method.upper(),
-                "allow_private_network": allow_private_network,
-                "ssrf_policy": ssrf_policy,
+                "allow_private_network": options["allow_private_network"],
+                "ssrf_policy": options["ssrf_policy"],
                 "metadata": {
                     "openapi": {
                         "operationId": op_id,
@@ -335,8 +494,15 @@ def tools_from_openapi(
                     }
                 },
             }
-            if timeout is not None:
-                card_kwargs["timeout"] = timeout
+            if options["timeout"] is not None:
+                card_kwargs["timeout"] = options["timeout"]
             card = RestfulApiCard(**card_kwargs)
-            tools.append(RestfulApi(card, callbacks=callbacks, auth=auth, resolver=resolver))
+            tools.append(
+                RestfulApi(
+                    card,
+                    callbacks=options["callbacks"],
+                    auth=options["auth"],
+                    resolver=options["resolver"],
+                )
+            )
     return tools

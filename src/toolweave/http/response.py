@@ -85,6 +85,11 @@ def parse_body(content_type: str | None, body: bytes) -> Any:
                 f"the response announced {media} but its body is not valid JSON: {e}",
                 content_type,
             ) from e
+        except RecursionError:
+            raise _error(
+                f"the response announced {media} but its body is nested too deeply to parse",
+                content_type,
+            ) from None
     if media.startswith("text/") or media in _TEXT_TYPES or media.endswith("+xml"):
         return body.decode(_charset(charset), errors="replace")
     try:
