@@ -292,3 +292,8 @@ def test_json_schema_card_with_bad_defaults_runs() -> None:
     request = ToolExecutionRequest(name="weather", arguments='{"city": "Oslo"}')
     assert DefaultToolExecutor(lf).execute(request) == "ok"
     assert seen == [{"city": "Oslo", "unit": "kelvin"}]
+    # the unvalidated path fills defaults by the same rule
+    assert lf.prepare_inputs({"city": "x"}, skip_inputs_validate=True) == {
+        "city": "x",
+        "unit": "kelvin",
+    }

@@ -25,6 +25,8 @@ from toolweave import (
     ToolChoice,
     ToolErrorHandlerResult,
     ToolExecutionError,
+    ToolExecutionRequest,
+    ToolExecutionResult,
     ToolExecutionResultMessage,
     ToolLoopLimitError,
     ToolParameters,
@@ -211,6 +213,52 @@ def test_custom_hallucination_strategy_text(mode: str) -> None:
     service.tools(get_weather)
     result = run(mode, service, model)
     assert result.tool_executions[0].result.text == "no ghost, try ['get_weather']"
+
+
+def _seed_message(request: ToolExecutionRequest) -> ToolExecutionResultMessage:
+    # LangChain4j's form: a function of the request returning the result message
+    return ToolExecutionResultMessage(
+        id=request.id,
+        tool_name=request.name,
+        text=f"Error: there is no tool called {request.name}",
+        is_error=True,
+    )
+
+
+async def _async_result(request: ToolExecutionRequest) -> ToolExecutionResult:
+    return ToolExecutionResult(text=f"{request.name} is gone", is_error=True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    ("strategy", "text"),
+    [
+        (_seed_message, "Error: there is no tool called ghost"),
+        (_async_result, "ghost is gone"),
+        (lambda req: f"unknown: {req.name}", "unknown: ghost"),
+        (
+            lambda req, names: ToolExecutionResult.failure(f"{req.name}? use {names[0]}"),
+            "ghost? use get_weather",
+        ),
+    ],
+)
+def test_hallucination_strategy_in_the_seed_forms(mode: str, strategy: Any, text: str) -> None:
+    model = ScriptedChatModel([ai_calls(call("ghost", id="g1")), AiMessage("ok")])
+    service = ToolService(hallucinated_tool_strategy=strategy).tools(get_weather)
+    result = run(mode, service, model)
+    answer = model.requests[1].messages[-1]
+    assert isinstance(answer, ToolExecutionResultMessage)
+    assert answer.id == "g1" and answer.tool_name == "ghost"
+    assert answer.text == text and answer.is_error
+    assert result.tool_executions[0].result.text == text
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_hallucination_strategy_with_an_unusable_answer(mode: str) -> None:
+    model = ScriptedChatModel([ai_calls(call("ghost", id="g1")), AiMessage("ok")])
+    service = ToolService(hallucinated_tool_strategy=lambda req: 42).tools(get_weather)
+    with pytest.raises(TypeError, match="must return a ToolExecutionResultMessage"):
+        run(mode, service, model)
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -37,7 +37,6 @@ __all__ = [
     "ArgumentsValidator",
     "JsonSchemaArgumentsValidator",
     "ModelArgumentsValidator",
-    "apply_defaults",
     "format_errors",
 ]
 
@@ -377,18 +376,6 @@ class JsonSchemaArgumentsValidator:
                 out[k] = copy.deepcopy(v)
         _fill_null_defaults(data, out, self.schema, self.schema)
         return dict(out)
-
-
-def apply_defaults(data: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
-    """`data` with the top-level defaults of `schema` filled in for the properties it lacks
-    (a null default means "absent": nothing is filled in)."""
-    out = dict(data)
-    props = schema.get("properties")
-    if isinstance(props, Mapping):
-        for key, prop in props.items():
-            if key not in out and isinstance(prop, Mapping) and prop.get("default") is not None:
-                out[key] = copy.deepcopy(prop["default"])
-    return out
 
 
 def _fill_null_defaults(

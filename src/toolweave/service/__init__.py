@@ -3,7 +3,9 @@ streaming and tool search."""
 
 from .handlers import (
     RETHROW,
+    HallucinatedToolAnswer,
     HallucinatedToolStrategy,
+    HallucinatedToolStrategyFunction,
     ToolErrorContext,
     ToolErrorHandler,
     ToolErrorHandlerResult,
@@ -23,7 +25,9 @@ from .service import ServiceEvent, ToolService
 __all__ = [
     "RETHROW",
     "ChatCompleted",
+    "HallucinatedToolAnswer",
     "HallucinatedToolStrategy",
+    "HallucinatedToolStrategyFunction",
     "KeywordToolSearch",
     "PartialOutput",
     "ServiceEvent",

@@ -6,18 +6,23 @@ aborts the conversation (after the round has finished, with the history kept val
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
+from ..chat.messages import ToolExecutionResultMessage
 from ..errors import HallucinatedToolError, ToolArgumentsError, ToolExecutionError
 from ..execution.executor import error_text
 from ..execution.requests import ToolExecutionRequest
+from ..execution.results import ToolExecutionResult
 
 __all__ = [
     "RETHROW",
+    "HallucinatedToolAnswer",
     "HallucinatedToolStrategy",
+    "HallucinatedToolStrategyFunction",
     "ToolErrorContext",
     "ToolErrorHandler",
     "ToolErrorHandlerResult",
@@ -85,12 +90,23 @@ def _available_text(name: str, available: list[str]) -> str:
     return f"There is no tool named {name!r}. Call one of the available tools instead: {listing}."
 
 
+HallucinatedToolAnswer: TypeAlias = ToolExecutionResultMessage | ToolExecutionResult | str
+"""What a hallucinated-tool strategy returns: the message or result answering the call, or
+its text (then an error result)."""
+
+HallucinatedToolStrategyFunction: TypeAlias = Callable[
+    ..., "HallucinatedToolAnswer | Awaitable[HallucinatedToolAnswer]"
+]
+"""`(request) -> answer` (the seed's form) or `(request, available_names) -> answer`, sync or
+async; raising aborts the conversation."""
+
+
 class HallucinatedToolStrategy:
     """What to do when the model calls a tool that does not exist.
 
     `FEEDBACK` (default) answers the call with an error listing the available tools (counted
     against the same per-tool budget as argument errors); `THROW` raises
-    `HallucinatedToolError`. Any callable `(request, available_names) -> str` may be used.
+    `HallucinatedToolError`. Any `HallucinatedToolStrategyFunction` may be used.
     """
 
     @staticmethod
@@ -112,3 +128,43 @@ class HallucinatedToolStrategy:
 def is_arguments_error(error: BaseException) -> bool:
     """Whether `error` goes to the arguments handler."""
     return isinstance(error, ToolArgumentsError)
+
+
+def _wants_available(strategy: Callable[..., Any]) -> bool:
+    """Whether `strategy` takes the available names as a second positional argument."""
+    try:
+        params = list(inspect.signature(strategy).parameters.values())
+    except (TypeError, ValueError):
+        return True
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        return True
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(p.kind in positional for p in params) >= 2
+
+
+async def answer_hallucinated(
+    strategy: HallucinatedToolStrategyFunction,
+    request: ToolExecutionRequest,
+    available: list[str],
+) -> ToolExecutionResult:
+    """Run `strategy` for a call of an unknown tool and turn its answer into the result: a
+    message or a result keeps its text, error flag, contents and attributes; a `str` is an
+    error result with that text."""
+    out = strategy(request, available) if _wants_available(strategy) else strategy(request)
+    if inspect.isawaitable(out):
+        out = await out
+    if isinstance(out, ToolExecutionResult):
+        return out
+    if isinstance(out, ToolExecutionResultMessage):
+        return ToolExecutionResult(
+            text=out.text,
+            is_error=out.is_error,
+            contents=out.contents,
+            attributes=dict(out.attributes),
+        )
+    if isinstance(out, str):
+        return ToolExecutionResult.error_result(out)
+    raise TypeError(
+        "a hallucinated-tool strategy must return a ToolExecutionResultMessage, a "
+        f"ToolExecutionResult or a str, not {type(out).__name__}"
+    )

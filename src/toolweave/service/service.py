@@ -31,10 +31,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import inspect
 import logging
 import types
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -70,9 +71,11 @@ from ..tools.decorator import tools_from
 from ..tools.local_function import LocalFunction
 from .handlers import (
     HallucinatedToolStrategy,
+    HallucinatedToolStrategyFunction,
     ToolErrorContext,
     ToolErrorHandler,
     ToolErrorHandlerResult,
+    answer_hallucinated,
     default_arguments_error_handler,
     default_execution_error_handler,
 )
@@ -225,7 +228,7 @@ class ToolService:
         max_argument_retries: int = 2,
         arguments_error_handler: ToolErrorHandler | None = None,
         execution_error_handler: ToolErrorHandler | None = None,
-        hallucinated_tool_strategy: Callable[[ToolExecutionRequest, list[str]], str] = (
+        hallucinated_tool_strategy: HallucinatedToolStrategyFunction = (
             HallucinatedToolStrategy.FEEDBACK
         ),
         tool_search: ToolSearchStrategy | None = None,
@@ -958,9 +961,7 @@ class ToolService:
         attempt = run.failures.get(call.name, 0) + 1
         run.failures[call.name] = attempt
         try:
-            text = self.hallucinated_tool_strategy(call, available)
-            if inspect.isawaitable(text):
-                text = await text
+            result = await answer_hallucinated(self.hallucinated_tool_strategy, call, available)
         except BaseException as raised:
             fallback = HallucinatedToolStrategy.FEEDBACK(call, available)
             raise _Abort(raised, ToolExecutionResult.error_result(fallback, error=raised)) from None
@@ -971,8 +972,8 @@ class ToolService:
                 tool_name=call.name,
                 available=available,
             )
-            raise _Abort(error, ToolExecutionResult.error_result(str(text), error=error))
-        return ToolExecutionResult.error_result(str(text))
+            raise _Abort(error, dataclasses.replace(result, error=error))
+        return result
 
     async def _run_search(self, call: ToolExecutionRequest, run: _Run) -> ToolExecutionResult:
         assert self.tool_search is not None

@@ -50,9 +50,10 @@ def drop_none(value: Any) -> Any:
 
 
 def fill_defaults(schema: Mapping[str, Any], data: dict[str, Any]) -> dict[str, Any]:
-    """Add the schema's top-level property defaults missing from `data` (in place)."""
+    """Add the schema's top-level property defaults missing from `data` (in place); a null
+    default means "absent" and adds nothing."""
     props = schema.get("properties") or {}
     for key, prop in props.items():
-        if key not in data and isinstance(prop, dict) and "default" in prop:
+        if key not in data and isinstance(prop, dict) and prop.get("default") is not None:
             data[key] = copy.deepcopy(prop["default"])
     return data
