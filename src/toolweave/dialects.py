@@ -47,7 +47,6 @@ Every dialect needs an object schema at the root of the parameters: a root `anyO
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -55,6 +54,7 @@ from typing import Any, Literal, TypeVar
 
 import jsonschema
 
+from ._utils.jsoncopy import copy_json
 from .errors import SchemaError
 from .tools.card import ToolCard
 
@@ -256,7 +256,7 @@ def to_openai_strict(schema: Mapping[str, Any]) -> dict[str, Any]:
     if not _is_object(schema) or "anyOf" in schema or "oneOf" in schema:
         raise SchemaError("strict mode needs an object schema at the root (not a union)")
     try:
-        out = _strict_node(copy.deepcopy(dict(schema)), "")
+        out = _strict_node(copy_json(dict(schema)), "")
     except _NotStrict as e:
         raise SchemaError(f"the schema cannot be made strict: {e}") from None
     assert isinstance(out, dict)
@@ -382,7 +382,7 @@ def _anthropic_strict_node(schema: Any, where: str) -> Any:
 @_guarded
 def to_anthropic_strict(schema: Mapping[str, Any]) -> dict[str, Any]:
     """`additionalProperties: false` on every object; `SchemaError` for free-form objects."""
-    out = _anthropic_strict_node(copy.deepcopy(dict(schema)), "")
+    out = _anthropic_strict_node(copy_json(dict(schema)), "")
     assert isinstance(out, dict)
     return out
 
@@ -591,7 +591,7 @@ def to_gemini_openapi(schema: Mapping[str, Any]) -> dict[str, Any]:
             f"the schema grows past {_MAX_INLINED_NODES:,} values when its shared $defs are "
             "inlined for Gemini's OpenAPI schema subset; use mode='json_schema'"
         )
-    out = _openapi_node(copy.deepcopy(dict(schema)), defs, (), "")
+    out = _openapi_node(copy_json(dict(schema)), defs, (), "")
     assert isinstance(out, dict)
     if out.get("type") != "object":
         raise SchemaError("Gemini function parameters must be an object schema")

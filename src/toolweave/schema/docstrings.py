@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import inspect
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 import docstring_parser
+from docstring_parser import google, rest
 
 __all__ = ["ParsedDocstring", "parse_docstring"]
 
@@ -30,7 +32,7 @@ def parse_docstring(doc: str | None) -> ParsedDocstring:
     if not doc or not doc.strip():
         return ParsedDocstring()
     cleaned = inspect.cleandoc(doc)
-    parsed = docstring_parser.parse(cleaned, docstring_parser.DocstringStyle.AUTO)
+    parsed = _parse(cleaned)
     parts = [p for p in (parsed.short_description, parsed.long_description) if p]
     description = "\n\n".join(p.strip() for p in parts)
     params: dict[str, str] = {}
@@ -40,3 +42,21 @@ def parse_docstring(doc: str | None) -> ParsedDocstring:
             params[name] = " ".join(p.description.split())
     returns = parsed.returns.description if parsed.returns else None
     return ParsedDocstring(description=description, params=params, returns=returns)
+
+
+_OTHER_STYLES = re.compile(r"^[ \t]*(:|@|\.\.|-{3,}[ \t]*$|={3,}[ \t]*$)", re.M)
+"""A line only reST (`:param`), Epydoc (`@param`) or NumPy (underlined titles) sections have."""
+_SECTION_TITLE = re.compile(r":[ \t\r\f\v]*$", re.M)
+"""A line ending in a colon: what a Google section title needs."""
+
+
+def _parse(text: str) -> docstring_parser.Docstring:
+    """`docstring_parser.parse(text)` (AUTO: every style is tried, the one finding the most
+    sections wins, the first on a tie), without running the parsers that cannot win."""
+    if _OTHER_STYLES.search(text) is None:
+        if _SECTION_TITLE.search(text) is None:
+            return rest.parse(text)  # no style finds a section: AUTO picks reST's result
+        parsed = google.parse(text)
+        if parsed.meta:  # the others find nothing: Google wins
+            return parsed
+    return docstring_parser.parse(text, docstring_parser.DocstringStyle.AUTO)

@@ -1,7 +1,12 @@
 """From a Python signature and docstring to a canonical JSON Schema and a compiled validator.
 
-The schema and the validator come from one pydantic model built once per function, so what
-the model is told and what is accepted can never disagree.
+The schema and the validator come from one pydantic model per function, so what the model is
+told and what is accepted can never disagree. Declaring a tool is cheap: for parameters of
+the common types (str, int, float, bool, None, Any, lists, sets, tuples, str-keyed dicts,
+literals and unions of these, with JSON defaults) the schema is written directly, exactly
+as pydantic writes it (tests/core/test_function_schema_fast.py holds the two equal), and the
+model is only built when the tool validates its first call. Other types go through pydantic
+at declaration.
 """
 
 from __future__ import annotations
@@ -55,11 +60,12 @@ class InjectedParam:
 
 @dataclass(slots=True)
 class FunctionSchema:
-    """Everything needed to describe and call a function as a tool."""
+    """Everything needed to describe and call a function as a tool. `validator` is built on
+    first use when the schema did not need the pydantic model."""
 
     description: str
     json_schema: dict[str, Any]
-    validator: ModelArgumentsValidator
+    build_validator: Callable[[], ModelArgumentsValidator]
     positional: tuple[str, ...] = ()
     """Parameters passed positionally (only when the function has `*args`)."""
     var_positional: str | None = None
@@ -67,6 +73,14 @@ class FunctionSchema:
     injected: tuple[InjectedParam, ...] = ()
     renamed: dict[str, str] = field(default_factory=dict)
     """Model-facing name -> Python parameter name, for parameters renamed with `P(name=...)`."""
+    _validator: ModelArgumentsValidator | None = None
+
+    @property
+    def validator(self) -> ModelArgumentsValidator:
+        """The compiled validator (the pydantic model is built on first use)."""
+        if self._validator is None:
+            self._validator = self.build_validator()
+        return self._validator
 
 
 def _reject_bool_int(value: Any) -> Any:
@@ -141,6 +155,92 @@ def _needs_json_preparse(tp: Any) -> bool:
     )
 
 
+class _Unsupported(Exception):
+    """A type the direct schema writer leaves to pydantic."""
+
+
+_SCALARS: dict[Any, str] = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    type(None): "null",
+    None: "null",
+}
+
+
+def _type_schema(tp: Any) -> dict[str, Any]:
+    """The JSON Schema pydantic generates for `tp` (keys sorted, as pydantic sorts them), for
+    the common types only; raises `_Unsupported` otherwise."""
+    if tp is Any:
+        return {}
+    try:
+        scalar = _SCALARS.get(tp)
+    except TypeError:  # an unhashable annotation
+        raise _Unsupported from None
+    if scalar is not None:
+        return {"type": scalar}
+    origin = get_origin(tp)
+    if origin is None:
+        if tp is list or tp is tuple:
+            return {"items": {}, "type": "array"}
+        if tp is dict:
+            return {"additionalProperties": True, "type": "object"}
+        if tp is set or tp is frozenset:
+            return {"items": {}, "type": "array", "uniqueItems": True}
+        raise _Unsupported
+    args = get_args(tp)
+    if origin is list and len(args) == 1:
+        return {"items": _type_schema(args[0]), "type": "array"}
+    if origin in (set, frozenset) and len(args) == 1:
+        return {"items": _type_schema(args[0]), "type": "array", "uniqueItems": True}
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return {"items": _type_schema(args[0]), "type": "array"}
+    if origin is dict and len(args) == 2 and args[0] is str:
+        values = True if args[1] is Any else _type_schema(args[1])
+        return {"additionalProperties": values, "type": "object"}
+    if origin is Literal:
+        return _literal_schema(args)
+    if origin is Union or origin is types.UnionType:
+        members = [a for a in args if a is not type(None)]
+        if len(members) == len(args):
+            return {"anyOf": [_type_schema(a) for a in args]}
+        if len(members) == 1:  # Optional: pydantic puts null last
+            return {"anyOf": [_type_schema(members[0]), {"type": "null"}]}
+    raise _Unsupported
+
+
+def _literal_schema(values: tuple[Any, ...]) -> dict[str, Any]:
+    kinds = {type(v) for v in values}
+    if len(set(values)) != len(values) or not kinds <= {str, int, bool}:
+        raise _Unsupported
+    if len(kinds) > 1:
+        if bool in kinds or len(values) == 1:
+            raise _Unsupported
+        return {"enum": list(values)}
+    kind = _SCALARS[kinds.pop()]
+    if len(values) == 1:
+        return {"const": values[0], "type": kind}
+    if kind == "boolean":
+        raise _Unsupported
+    return {"enum": list(values), "type": kind}
+
+
+def _json_default(value: Any) -> Any:
+    """A default as pydantic writes it into the schema (JSON values only)."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise _Unsupported
+        return value
+    if type(value) in (list, tuple):
+        return [_json_default(v) for v in value]
+    if type(value) in (set, frozenset, dict) and not value:
+        return [] if type(value) is not dict else {}
+    raise _Unsupported
+
+
 def _field_name(name: str, index: int) -> str:
     return name if name.isidentifier() and not name.startswith("_") else f"param_{index}"
 
@@ -182,6 +282,8 @@ def function_schema(
     field_to_param: dict[str, str] = {}
     json_fields: set[str] = set()
     null_defaults: set[str] = set()
+    direct: dict[str, Any] | None = {}  # the schema's properties, written without pydantic
+    direct_required: list[str] = []
     params = list(sig.parameters.values())
     for index, param in enumerate(params):
         if index == 0 and param.name in _SKIP_FIRST and param.annotation is inspect.Parameter.empty:
@@ -264,10 +366,21 @@ def function_schema(
         info_kwargs: dict[str, Any] = {"alias": model_name}
         if desc:
             info_kwargs["description"] = desc
-        if default is ...:
-            fields[fname] = (_strict_bools(tp), Field(**info_kwargs))
-        else:
-            fields[fname] = (_strict_bools(tp), Field(default, **info_kwargs))
+        if direct is not None:
+            try:
+                if isinstance(param.default, FieldInfo) or get_origin(tp) is Annotated:
+                    raise _Unsupported
+                prop = _type_schema(tp)
+                if default is ...:
+                    direct_required.append(model_name)
+                else:
+                    prop["default"] = _json_default(default)
+                if desc:
+                    prop["description"] = desc
+                direct[model_name] = dict(sorted(prop.items()))
+            except _Unsupported:
+                direct = None
+        fields[fname] = (tp, default, info_kwargs)
     config = ConfigDict(
         extra="allow" if var_keyword else "forbid",
         coerce_numbers_to_str=True,
@@ -276,45 +389,69 @@ def function_schema(
         arbitrary_types_allowed=False,
         defer_build=False,
     )
-    try:
-        model = pydantic.create_model(  # type: ignore[call-overload]
-            f"{name}_arguments", __config__=config, **fields
-        )
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            schema = model.model_json_schema(schema_generator=ToolJsonSchema, by_alias=True)
-    except pydantic.PydanticUserError as e:
-        raise ToolCardError(f"cannot build a schema for tool {name!r}: {e}") from e
-    except pydantic.PydanticSchemaGenerationError as e:
-        raise ToolCardError(
-            f"cannot build a schema for tool {name!r}: a parameter type is not supported: {e}"
-        ) from e
-    schema.pop("title", None)
-    schema.setdefault("properties", {})
-    if var_keyword:
-        schema["additionalProperties"] = True
+
+    def build_model() -> type[BaseModel]:
+        try:
+            definitions = {
+                fname: (
+                    _strict_bools(tp),
+                    Field(**info) if default is ... else Field(default, **info),
+                )
+                for fname, (tp, default, info) in fields.items()
+            }
+            return pydantic.create_model(  # type: ignore[no-any-return, call-overload]
+                f"{name}_arguments", __config__=config, **definitions
+            )
+        except pydantic.PydanticUserError as e:
+            raise ToolCardError(f"cannot build a schema for tool {name!r}: {e}") from e
+        except pydantic.PydanticSchemaGenerationError as e:
+            raise ToolCardError(
+                f"cannot build a schema for tool {name!r}: a parameter type is not supported: {e}"
+            ) from e
+
+    model: type[BaseModel] | None = None
+    if direct is not None and len(direct) == len(fields):  # (two parameters, one alias: pydantic)
+        ordered: dict[str, Any] = {"type": "object", "properties": direct}
+        if direct_required:
+            ordered["required"] = direct_required
     else:
-        schema["additionalProperties"] = False
-    ordered = {"type": "object", "properties": schema.pop("properties")}
-    if "required" in schema:
-        ordered["required"] = schema.pop("required")
-    ordered.update(schema)
+        model = build_model()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                schema = model.model_json_schema(schema_generator=ToolJsonSchema, by_alias=True)
+        except pydantic.PydanticUserError as e:
+            raise ToolCardError(f"cannot build a schema for tool {name!r}: {e}") from e
+        except pydantic.PydanticSchemaGenerationError as e:
+            raise ToolCardError(
+                f"cannot build a schema for tool {name!r}: a parameter type is not supported: {e}"
+            ) from e
+        schema.pop("title", None)
+        schema.pop("additionalProperties", None)
+        ordered = {"type": "object", "properties": schema.pop("properties", {})}
+        if "required" in schema:
+            ordered["required"] = schema.pop("required")
+        ordered.update(schema)
+    ordered["additionalProperties"] = var_keyword
     if var_positional is None:
         # Without *args only positional-only parameters must be passed positionally.
         positional = [
             n for n in positional if sig.parameters[n].kind is inspect.Parameter.POSITIONAL_ONLY
         ]
-    validator = ModelArgumentsValidator(
-        model,
-        tool_name=name,
-        field_to_param=field_to_param,
-        json_fields=frozenset(json_fields),
-        null_defaults=frozenset(null_defaults),
-    )
+
+    def build_validator() -> ModelArgumentsValidator:
+        return ModelArgumentsValidator(
+            model or build_model(),
+            tool_name=name,
+            field_to_param=field_to_param,
+            json_fields=frozenset(json_fields),
+            null_defaults=frozenset(null_defaults),
+        )
+
     return FunctionSchema(
         description=description if description is not None else doc.description,
         json_schema=ordered,
-        validator=validator,
+        build_validator=build_validator,
         positional=tuple(positional),
         var_positional=var_positional,
         var_keyword=var_keyword,

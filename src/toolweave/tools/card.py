@@ -19,6 +19,7 @@ from pydantic import (
     model_validator,
 )
 
+from .._utils.jsoncopy import copy_json
 from ..errors import ToolCardError
 
 __all__ = ["TOOL_NAME_PATTERN", "ReturnBehavior", "ToolCard", "ToolInfo", "check_tool_name"]
@@ -140,7 +141,7 @@ class ToolCard(BaseModel):
         if v is None:
             raise ToolCardError("input_params must be a JSON Schema object, not None")
         if isinstance(v, dict):
-            return copy.deepcopy(v)
+            return copy_json(v)
         to_schema = getattr(v, "to_schema", None)
         if callable(to_schema):
             return to_schema()
