@@ -105,17 +105,17 @@ def test_card_accepts_pydantic_model_as_schema() -> None:
 
 # Tool ----------------------------------------------------------------------------------------
 class Adder(Tool):
-    def _invoke(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
+    def invoke_internal(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
         return inputs["a"] + inputs["b"]
 
 
 class Failing(Tool):
-    def _invoke(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
+    def invoke_internal(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
         raise KeyError("original")
 
 
 class Chunks(Tool):
-    async def _astream(self, inputs: dict[str, Any], **kwargs: Any) -> AsyncIterator[Any]:
+    async def astream_internal(self, inputs: dict[str, Any], **kwargs: Any) -> AsyncIterator[Any]:
         for i in range(inputs["n"]):
             yield i
 
@@ -363,3 +363,56 @@ def test_stream_error_fires_error_event(fw: CallbackFramework, recorder: Recorde
             got.append(chunk)
     assert got == [1]
     assert "tool_call_error" in recorder.names and "tool_call_finished" not in recorder.names
+
+
+# extension points (docs/custom-tools.md) --------------------------------------------------
+def test_a_subclass_implementing_no_extension_point_is_rejected_at_class_creation() -> None:
+    with pytest.raises(TypeError) as e:
+
+        class Seedlike(Tool):  # the seed's Java name, and our old private one
+            def invokeInternal(self, inputs: dict[str, Any]) -> Any:
+                return inputs
+
+            def _ainvoke(self, inputs: dict[str, Any]) -> Any:
+                return inputs
+
+    message = str(e.value)
+    assert message.startswith(
+        "Seedlike subclasses Tool but implements none of invoke_internal, ainvoke_internal, "
+        "stream_internal, astream_internal"
+    )
+    assert "it defines invokeInternal(): implement invoke_internal()" in message
+    assert "it defines _ainvoke(): implement ainvoke_internal()" in message
+    with pytest.raises(TypeError, match=r"it defines invoke\(\): implement invoke_internal\(\)"):
+
+        class OverridesInvoke(Tool):
+            def invoke(self, inputs: Any = None, **kwargs: Any) -> Any:
+                return inputs
+
+    class Base(Tool, abstract=True):  # a base meant for further subclassing is fine
+        def describe(self) -> str:
+            return self.name
+
+    class Concrete(Base):
+        async def ainvoke_internal(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
+            return self.describe()
+
+    assert Concrete(ToolCard(name="c")).invoke({}) == "c"
+
+
+def test_the_public_extension_points_run_with_validation_and_callbacks(
+    fw: CallbackFramework, recorder: Recorder
+) -> None:
+    t = Adder(ToolCard(name="add", input_params=ADD_SCHEMA))
+    assert t.callbacks is not fw
+    t.callbacks = fw  # settable after construction (openJiuwen's setCallbackFramework)
+    assert t.callbacks is fw
+    assert t.invoke('{"a": 1, "b": "2"}') == 3
+    assert "tool_call_finished" in recorder.names
+    assert asyncio.run(t.ainvoke({"a": 2, "b": 2})) == 4
+    n_schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    assert list(Chunks(ToolCard(name="n", input_params=n_schema)).stream({"n": 3})) == [0, 1, 2]
+    t.callbacks = None  # back to the global framework
+    assert t.callbacks is not fw
+    with pytest.raises(TypeError, match="CallbackFramework or None"):
+        t.callbacks = "nope"  # type: ignore[assignment]

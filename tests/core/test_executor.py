@@ -472,3 +472,40 @@ def test_async_function_timeout_from_sync() -> None:
 
     with pytest.raises(ToolTimeoutError):
         slow.invoke({})
+
+
+def _side_effect_tool(effects: list[str]) -> Any:
+    @tool
+    async def transfer() -> str:
+        try:
+            await asyncio.sleep(0.3)
+        except asyncio.CancelledError:
+            effects.append("cancelled")
+            raise
+        effects.append("transferred")  # the side effect that must not happen after the deadline
+        return "done"
+
+    return transfer
+
+
+def test_sync_invoke_cancels_an_async_tool_at_the_deadline() -> None:
+    effects: list[str] = []
+    transfer = _side_effect_tool(effects)
+    with pytest.raises(ToolTimeoutError):
+        transfer.invoke({}, timeout=0.05)
+    assert effects == ["cancelled"]
+    time.sleep(0.5)  # well past the moment the coroutine would have finished
+    assert effects == ["cancelled"]
+
+
+async def test_sync_invoke_inside_a_running_loop_cancels_too() -> None:
+    effects: list[str] = []
+    transfer = _side_effect_tool(effects)
+    with pytest.raises(ToolTimeoutError):
+        await asyncio.to_thread(transfer.invoke, {}, timeout=0.05)
+    with pytest.raises(ToolTimeoutError):
+        transfer.invoke({}, timeout=0.05)  # a sync call from a coroutine: a helper thread
+    await asyncio.sleep(0.5)
+    assert effects == ["cancelled", "cancelled"]
+    # without a deadline the sync face still runs it to completion
+    assert transfer.invoke({}) == "done" and effects[-1] == "transferred"

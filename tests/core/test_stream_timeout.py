@@ -183,7 +183,7 @@ class SyncOnly(Tool):
         super().__init__(card, **kw)
         self.closed = closed
 
-    def _stream(self, inputs: dict[str, Any], **kwargs: Any) -> Iterator[Any]:
+    def stream_internal(self, inputs: dict[str, Any], **kwargs: Any) -> Iterator[Any]:
         try:
             for i in range(ITEMS):
                 time.sleep(STEP)
@@ -197,7 +197,7 @@ class AsyncOnly(Tool):
         super().__init__(card, **kw)
         self.closed = closed
 
-    async def _astream(self, inputs: dict[str, Any], **kwargs: Any) -> AsyncIterator[Any]:
+    async def astream_internal(self, inputs: dict[str, Any], **kwargs: Any) -> AsyncIterator[Any]:
         try:
             for i in range(ITEMS):
                 await asyncio.sleep(STEP)
@@ -375,7 +375,7 @@ async def test_timeout_fires_tool_call_error_async(
 class OwnDeadline(Tool):
     handles_timeout = True
 
-    def _stream(self, inputs: dict[str, Any], **kwargs: Any) -> Iterator[Any]:
+    def stream_internal(self, inputs: dict[str, Any], **kwargs: Any) -> Iterator[Any]:
         time.sleep(0.2)
         yield kwargs["timeout"]
 
@@ -407,17 +407,17 @@ def test_consumer_stopping_early_closes_the_generator() -> None:
 
 # a stream implementation returning None --------------------------------------------------------
 class NoneSync(Tool):
-    def _stream(self, inputs: dict[str, Any], **kwargs: Any) -> Iterator[Any]:
+    def stream_internal(self, inputs: dict[str, Any], **kwargs: Any) -> Iterator[Any]:
         return None  # type: ignore[return-value]
 
 
 class NoneAsync(Tool):
-    def _astream(self, inputs: dict[str, Any], **kwargs: Any) -> AsyncIterator[Any]:
+    def astream_internal(self, inputs: dict[str, Any], **kwargs: Any) -> AsyncIterator[Any]:
         return None  # type: ignore[return-value]
 
 
 class NoneCoroutine(Tool):
-    async def _astream(self, inputs: dict[str, Any], **kwargs: Any) -> AsyncIterator[Any]:  # type: ignore[override]
+    async def astream_internal(self, inputs: dict[str, Any], **kwargs: Any) -> AsyncIterator[Any]:  # type: ignore[override]
         return None
 
 

@@ -527,7 +527,7 @@ class RestfulApi(Tool):
             "message": "success" if 200 <= status < 300 else reason,
         }
 
-    async def _ainvoke(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
+    async def ainvoke_internal(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
         timeout, limit, raise_for_status = self._options(kwargs)
         req = self.build_request(inputs)
         await self._authorize(req)
@@ -564,7 +564,7 @@ class RestfulApi(Tool):
             await response.aclose()
         return response, b"".join(chunks)
 
-    def _invoke(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
+    def invoke_internal(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
         timeout, limit, raise_for_status = self._options(kwargs)
         deadline = None if timeout is None else time.monotonic() + timeout
         req = self.build_request(inputs)

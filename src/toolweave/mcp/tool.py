@@ -255,7 +255,7 @@ class McpTool(Tool):
         required = set(self._card.input_params.get("required") or ())
         return {k: v for k, v in data.items() if v is not None or k in required}
 
-    async def _ainvoke(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
+    async def ainvoke_internal(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
         card = self.card
         # The base class already applied the card / per-call timeout around this call;
         # the client's call_timeout is the ceiling when neither is set.

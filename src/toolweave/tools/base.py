@@ -1,14 +1,18 @@
 """`Tool`: the base class every tool kind (local, MCP, HTTP) derives from.
 
 The base class owns input preparation, callbacks, timeouts, tracing and output transforms;
-subclasses implement one or more template methods:
+a tool kind implements one or more of the public extension points (docs/custom-tools.md):
 
-- `_invoke(inputs, **kwargs)` (sync) and/or `async _ainvoke(inputs, **kwargs)`;
-- `_stream(inputs, **kwargs)` (iterator) and/or `_astream(inputs, **kwargs)` (async iterator).
+- `invoke_internal(inputs, **kwargs)` (sync) and/or `async ainvoke_internal(inputs, **kwargs)`;
+- `stream_internal(inputs, **kwargs)` (iterator) and/or `astream_internal(inputs, **kwargs)`
+  (async iterator).
 
 The public entry points pick whichever is implemented: a sync implementation runs in a worker
 thread when called from async code; an async one runs on a private loop when called from sync
-code. A kind with neither raises `ToolNotSupportedError` (182011 invoke / 182010 stream).
+code. A kind without an invoke (stream) implementation raises `ToolNotSupportedError` (182011
+invoke / 182010 stream) when invoked (streamed); a subclass implementing none of the four is
+a `TypeError` when the class is created (`abstract=True` exempts a base meant for further
+subclassing).
 
 Event order for invoke: input transform → `tool_invoke_input` → `tool_call_started` →
 `tool_parse_started` → `tool_parse_finished` → `tool_call_finished` | `tool_call_error` →
@@ -45,11 +49,54 @@ from ._observation import SILENT, Observation, tool_span
 from ._preparation import drop_none, fill_defaults, pop_timeout, split_options
 from .card import ToolCard, ToolInfo
 
-__all__ = ["Tool", "pop_timeout"]
+__all__ = ["EXTENSION_POINTS", "Tool", "pop_timeout"]
+
+
+EXTENSION_POINTS = ("invoke_internal", "ainvoke_internal", "stream_internal", "astream_internal")
+"""The methods a tool kind implements (at least one); see docs/custom-tools.md."""
+
+# names a subclass may define meaning one of the extension points (other libraries', ours of old)
+_NEAR_MISSES = {
+    "invokeInternal": "invoke_internal",
+    "streamInternal": "stream_internal",
+    "_invoke": "invoke_internal",
+    "_ainvoke": "ainvoke_internal",
+    "_stream": "stream_internal",
+    "_astream": "astream_internal",
+    "_run": "invoke_internal",
+    "_arun": "ainvoke_internal",
+    "run": "invoke_internal",
+    "arun": "ainvoke_internal",
+    "invoke": "invoke_internal",
+    "ainvoke": "ainvoke_internal",
+    "stream": "stream_internal",
+    "astream": "astream_internal",
+}
 
 
 class Tool:
-    """Base class of all tools; see the module docstring for the contract."""
+    """Base class of all tools; see the module docstring for the contract.
+
+    A tool kind subclasses `Tool` and implements at least one of `EXTENSION_POINTS`;
+    `invoke`/`ainvoke`/`stream`/`astream` then add validation, callbacks, timeouts and tracing
+    around it. A subclass implementing none of them is a `TypeError` at class creation unless
+    declared `class Base(Tool, abstract=True)`.
+    """
+
+    def __init_subclass__(cls, abstract: bool = False, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if abstract or any(getattr(cls, m) is not getattr(Tool, m) for m in EXTENSION_POINTS):
+            return
+        own = [k for k in cls.__mro__ if k is not Tool and k is not object]
+        defined = [n for n in _NEAR_MISSES if any(n in vars(k) for k in own)]
+        hint = "".join(f"; it defines {n}(): implement {_NEAR_MISSES[n]}()" for n in defined)
+        raise TypeError(
+            f"{cls.__name__} subclasses Tool but implements none of "
+            f"{', '.join(EXTENSION_POINTS)}{hint}. Implement at least one (the base class adds "
+            "validation, callbacks, timeouts and tracing around it; see docs/custom-tools.md), "
+            f"or declare a base meant for further subclassing as "
+            f"`class {cls.__name__}(Tool, abstract=True)`."
+        )
 
     def __init__(self, card: ToolCard, *, callbacks: CallbackFramework | None = None) -> None:
         if card is None:
@@ -73,8 +120,18 @@ class Tool:
 
     @property
     def callbacks(self) -> CallbackFramework:
-        """The callback framework this tool reports to (the global one by default)."""
+        """The callback framework this tool reports to (the global one by default); settable
+        after construction (openJiuwen's `setCallbackFramework`), `None` restoring the
+        global one."""
         return self._callbacks if self._callbacks is not None else callback_framework
+
+    @callbacks.setter
+    def callbacks(self, framework: CallbackFramework | None) -> None:
+        if framework is not None and not isinstance(framework, CallbackFramework):
+            raise TypeError(
+                f"callbacks must be a CallbackFramework or None, not {type(framework).__name__}"
+            )
+        self._callbacks = framework
 
     def tool_info(self) -> ToolInfo:
         """The card's flat descriptor (computed once)."""
@@ -119,29 +176,44 @@ class Tool:
     def _fill_defaults(self, data: dict[str, Any]) -> dict[str, Any]:
         return fill_defaults(self._card.input_params, data)
 
-    # template methods -----------------------------------------------------------------------
-    def _invoke(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
+    # extension points -----------------------------------------------------------------------
+    def invoke_internal(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
+        """Run the call synchronously and return its raw result (extension point).
+
+        `inputs` are the validated arguments (defaults filled); `kwargs` are the call's other
+        keyword arguments (`tool_context`, injected values). Raise to fail the call."""
         raise NotImplementedError
 
-    async def _ainvoke(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
+    async def ainvoke_internal(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
+        """Run the call from async code and return its raw result (extension point); it is
+        cancelled at the call's deadline."""
         raise NotImplementedError
 
-    def _stream(self, inputs: dict[str, Any], **kwargs: Any) -> Iterator[Any]:
+    def stream_internal(self, inputs: dict[str, Any], **kwargs: Any) -> Iterator[Any]:
+        """Yield the call's chunks synchronously (extension point; usually a generator)."""
         raise NotImplementedError
 
-    def _astream(self, inputs: dict[str, Any], **kwargs: Any) -> AsyncIterator[Any]:
+    def astream_internal(self, inputs: dict[str, Any], **kwargs: Any) -> AsyncIterator[Any]:
+        """Yield the call's chunks asynchronously (extension point; usually an async
+        generator)."""
         raise NotImplementedError
 
     def _implements(self, method: str) -> bool:
         return getattr(type(self), method) is not getattr(Tool, method)
 
+    def _async_first(self) -> bool:
+        """Whether a sync `invoke` should run the async implementation (on a private loop)
+        when both exist: then the call's deadline cancels it. Kinds whose work is async
+        underneath (an `async def` function) say so."""
+        return False
+
     def supports_invoke(self) -> bool:
         """Whether `invoke`/`ainvoke` can be used on this tool."""
-        return self._implements("_invoke") or self._implements("_ainvoke")
+        return self._implements("invoke_internal") or self._implements("ainvoke_internal")
 
     def supports_stream(self) -> bool:
         """Whether `stream`/`astream` can be used on this tool."""
-        return self._implements("_stream") or self._implements("_astream")
+        return self._implements("stream_internal") or self._implements("astream_internal")
 
     def _not_supported(self, what: str) -> ToolNotSupportedError:
         code = (
@@ -169,21 +241,25 @@ class Tool:
     def _call_sync(
         self, args: dict[str, Any], timeout: float | None, kwargs: dict[str, Any]
     ) -> Any:
-        if self._implements("_invoke"):
+        if self._implements("invoke_internal") and not (
+            timeout is not None and self._async_first()
+        ):
             if timeout is None:
-                return self._invoke(args, **kwargs)
-            return _deadline.call_within(self._invoke, args, kwargs, timeout, self._card.name)
-        if self._implements("_ainvoke"):
+                return self.invoke_internal(args, **kwargs)
+            return _deadline.call_within(
+                self.invoke_internal, args, kwargs, timeout, self._card.name
+            )
+        if self._implements("ainvoke_internal"):
             return run_sync(self._call_async(args, timeout, kwargs))
         raise self._not_supported("invoke")
 
     async def _call_async(
         self, args: dict[str, Any], timeout: float | None, kwargs: dict[str, Any]
     ) -> Any:
-        if self._implements("_ainvoke"):
-            call = self._ainvoke(args, **kwargs)
-        elif self._implements("_invoke"):
-            call = to_thread(self._invoke, args, **kwargs)
+        if self._implements("ainvoke_internal"):
+            call = self.ainvoke_internal(args, **kwargs)
+        elif self._implements("invoke_internal"):
+            call = to_thread(self.invoke_internal, args, **kwargs)
         else:
             raise self._not_supported("invoke")
         if timeout is None:
@@ -251,7 +327,7 @@ class Tool:
         Options as for `invoke`. `timeout` is a total budget, in seconds, for the time spent
         inside the tool: starting the stream and every wait for its next chunk add up, from the
         first iteration on; the caller's own time between chunks, and callbacks, do not count.
-        A sync implementation (`_stream`, a generator) runs in the caller's thread and a
+        A sync implementation (`stream_internal`, a generator) runs in the caller's thread and a
         running `next()` cannot be pre-empted: the budget is checked each time `next()`
         returns, and once it is used up the late chunk (or late end of stream) is dropped, the
         generator is closed (its `finally` blocks run) and `ToolTimeoutError` is raised; a
@@ -267,9 +343,11 @@ class Tool:
     def _sync_chunks(
         self, args: dict[str, Any], kwargs: dict[str, Any], timeout: float | None
     ) -> Generator[Any, None, None]:
-        if not self._implements("_stream"):
+        if not self._implements("stream_internal"):
             return iterate_sync(self._async_chunks(args, kwargs, timeout))
-        return _deadline.sync_chunks(lambda: self._stream(args, **kwargs), timeout, self._card.name)
+        return _deadline.sync_chunks(
+            lambda: self.stream_internal(args, **kwargs), timeout, self._card.name
+        )
 
     def _stream_observed(self, inputs: Any, kwargs: dict[str, Any]) -> Iterator[Any]:
         prep, timeout = self._split(kwargs)
@@ -311,12 +389,12 @@ class Tool:
     def _async_chunks(
         self, args: dict[str, Any], kwargs: dict[str, Any], timeout: float | None
     ) -> AsyncGenerator[Any, None]:
-        if not self._implements("_astream"):
+        if not self._implements("astream_internal"):
             return _deadline.threaded_chunks(
-                lambda: self._stream(args, **kwargs), timeout, self._card.name
+                lambda: self.stream_internal(args, **kwargs), timeout, self._card.name
             )
         return _deadline.async_chunks(
-            lambda: self._astream(args, **kwargs), timeout, self._card.name
+            lambda: self.astream_internal(args, **kwargs), timeout, self._card.name
         )
 
     async def _astream_observed(self, inputs: Any, kwargs: dict[str, Any]) -> AsyncIterator[Any]:

@@ -188,6 +188,9 @@ class LocalFunction(Tool):
     def supports_invoke(self) -> bool:
         return not self._is_generator
 
+    def _async_first(self) -> bool:
+        return self._is_async
+
     @property
     def is_async(self) -> bool:
         """Whether the function is a coroutine function (or an async generator function)."""
@@ -198,7 +201,7 @@ class LocalFunction(Tool):
             return self._generator_error()
         return super()._not_supported(what)
 
-    def _invoke(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
+    def invoke_internal(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
         if self._is_generator:
             raise self._generator_error()
         args, call = self._call_arguments(inputs, kwargs)
@@ -207,7 +210,7 @@ class LocalFunction(Tool):
             return run_sync(_await(result))
         return result
 
-    async def _ainvoke(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
+    async def ainvoke_internal(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
         if self._is_generator:
             raise self._generator_error()
         args, call = self._call_arguments(inputs, kwargs)
@@ -218,16 +221,16 @@ class LocalFunction(Tool):
             return await result
         return result
 
-    def _stream(self, inputs: dict[str, Any], **kwargs: Any) -> Iterator[Any]:
+    def stream_internal(self, inputs: dict[str, Any], **kwargs: Any) -> Iterator[Any]:
         args, call = self._call_arguments(inputs, kwargs)
         if inspect.isasyncgenfunction(self.func):
-            raise NotImplementedError  # served by _astream through the base class
+            raise NotImplementedError  # served by astream_internal through the base class
         result = self.func(*args, **call)
         if inspect.isawaitable(result):
             result = run_sync(_await(result))
         yield from _as_chunks(result)
 
-    async def _astream(self, inputs: dict[str, Any], **kwargs: Any) -> AsyncIterator[Any]:
+    async def astream_internal(self, inputs: dict[str, Any], **kwargs: Any) -> AsyncIterator[Any]:
         args, call = self._call_arguments(inputs, kwargs)
         if inspect.isasyncgenfunction(self.func):
             async with contextlib.aclosing(self.func(*args, **call)) as items:
