@@ -5,7 +5,7 @@ docs/providers.md."""
 from ._http import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from .anthropic_chat import AnthropicChatModel
 from .bedrock import BedrockChatModel
-from .constrained import ConstrainedToolCalling
+from .constrained import ConstrainedChatModel, ConstrainedToolCalling
 from .gemini_chat import GeminiChatModel
 from .openai_chat import AzureOpenAIChatModel, OpenAIChatModel, OpenAIStreamAggregator
 from .openai_responses import AzureOpenAIResponsesChatModel, OpenAIResponsesChatModel
@@ -20,6 +20,7 @@ __all__ = [
     "AzureOpenAIResponsesChatModel",
     "BedrockChatModel",
     "Capabilities",
+    "ConstrainedChatModel",
     "ConstrainedToolCalling",
     "GeminiChatModel",
     "OpenAIChatModel",

@@ -4,11 +4,12 @@ faces, streaming plumbing)."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import json
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import Any, Literal, Protocol, Self
 
 import httpx2
 
@@ -33,6 +34,7 @@ from ._http import (
     decode_json,
 )
 from ._sse import SSEEvent
+from .constrained import TOOL_CALLING_MODES, ConstrainedChatModel, ConstrainedToolCalling
 
 __all__ = ["HttpChatModel", "StreamParser", "compact_json", "merge_custom", "output_schema"]
 
@@ -197,6 +199,12 @@ class HttpChatModel(BaseChatModel):
     default_base_url: str | None = None
     """The provider's own endpoint. Only there is a missing key an error: a compatible
     server at another `base_url` (llama.cpp, vLLM, a proxy) may need none."""
+    tool_calling: Literal["native", "constrained", "auto"] = "native"
+    """`"native"`: the API's tool calls; `"constrained"`: tool calls through the structured
+    output (`ConstrainedChatModel` over a native copy of this model); `"auto"`: probe the
+    model once and pick. Providers with a response format take it as `tool_calling=`."""
+    constrained: ConstrainedToolCalling = ConstrainedToolCalling()
+    """The settings and repeated-call policy of the constrained mode (`constrained=`)."""
 
     def __init__(
         self,
@@ -268,6 +276,27 @@ class HttpChatModel(BaseChatModel):
     ) -> None:
         await self.aclose()
 
+    def _set_tool_calling(
+        self, tool_calling: str, constrained: ConstrainedToolCalling | None
+    ) -> None:
+        """Check and keep the `tool_calling=` and `constrained=` options."""
+        if tool_calling not in TOOL_CALLING_MODES:
+            raise UnsupportedOptionError(
+                self.provider, "tool_calling", f"{tool_calling!r}: use native, constrained or auto"
+            )
+        self.tool_calling = tool_calling  # type: ignore[assignment]
+        self.constrained = constrained or ConstrainedToolCalling()
+
+    def _constrained_layer(self) -> tuple[Self, ConstrainedChatModel]:
+        """A native-mode copy of this model (sharing its HTTP clients) and the constrained
+        layer over it."""
+        native = copy.copy(self)
+        native.tool_calling = "native"
+        mode: Literal["constrained", "auto"] = (
+            "auto" if self.tool_calling == "auto" else "constrained"
+        )
+        return native, ConstrainedChatModel(native, self.constrained, tool_calling=mode)
+
     # provider hooks -----------------------------------------------------------------------
     def _url(self, model: str, stream: bool) -> str:
         raise NotImplementedError
@@ -320,6 +349,9 @@ class HttpChatModel(BaseChatModel):
     # building -----------------------------------------------------------------------------
     def build_request_body(self, request: ChatRequest, *, stream: bool = False) -> dict[str, Any]:
         """The JSON body that would be sent for `request` (custom parameters merged last)."""
+        if self.tool_calling != "native":
+            native, layer = self._constrained_layer()
+            return native.build_request_body(layer.prepare(request)[1], stream=stream)
         params = self.default_parameters.override(request.parameters)
         model = params.model or self.model
         if params.response_format is not None and not self.supports_response_format:
@@ -360,6 +392,8 @@ class HttpChatModel(BaseChatModel):
     # the four faces -----------------------------------------------------------------------
     def chat(self, request: ChatRequest) -> ChatResponse:
         """Send `request` and return the full response (sync HTTP client)."""
+        if self.tool_calling != "native":
+            return self._constrained_layer()[1].chat(request)
         url, body = self._prepare(request, False)
         data = self._http.post_json(url, body, self._request_headers())
         with _shapes(self._http.protocol_error, "the response"):
@@ -367,6 +401,8 @@ class HttpChatModel(BaseChatModel):
 
     async def achat(self, request: ChatRequest) -> ChatResponse:
         """Send `request` and return the full response (async HTTP client)."""
+        if self.tool_calling != "native":
+            return await self._constrained_layer()[1].achat(request)
         url, body = self._prepare(request, False)
         data = await self._http.apost_json(url, body, await self._arequest_headers())
         with _shapes(self._http.protocol_error, "the response"):
@@ -374,6 +410,8 @@ class HttpChatModel(BaseChatModel):
 
     def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
         """Send `request` with streaming; yield events as they arrive (sync)."""
+        if self.tool_calling != "native":
+            return self._constrained_layer()[1].stream(request)
         url, body = self._prepare(request, True)
         return self._stream(url, body, self._parser_for(request))
 
@@ -386,6 +424,8 @@ class HttpChatModel(BaseChatModel):
 
     def astream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """Send `request` with streaming; yield events as they arrive (async)."""
+        if self.tool_calling != "native":
+            return self._constrained_layer()[1].astream(request)
         url, body = self._prepare(request, True)
         return self._astream(url, body, self._parser_for(request))
 

@@ -1,5 +1,7 @@
 """Constrained tool calling: tool calls through a JSON-schema response format, for models
-that speak the OpenAI wire format but do not produce native tool calls (small local models).
+that do not produce native tool calls (small local models, Gemma on the Gemini API), over
+any chat model that maps `response_format` (OpenAI and compatible servers, llama.cpp,
+Gemini's `responseSchema`, ...).
 
 The tools are described in the system prompt, and the request's `response_format` is a JSON
 schema admitting either ``{"tool_calls": [{"name": ..., "arguments": {...}}, ...]}`` (one
@@ -8,6 +10,10 @@ branch per tool: its name as a constant, its arguments per its schema; at most
 `AiMessage` with tool requests (ids generated), so `ToolService` works unchanged. Earlier
 tool calls and results are sent back as assistant JSON turns and user text turns, which any
 chat template understands.
+
+`ConstrainedChatModel(model)` is that layer over any `ChatModel`; an HTTP provider built
+with `tool_calling="constrained"` (or `"auto"`, which probes the model first, see
+`probe_capabilities`) puts it over a native-mode copy of itself.
 
 Small models tend to call the same tool again after its result came back. The policy in
 `ConstrainedToolCalling` drops a call identical to one already made since the last user
@@ -20,9 +26,11 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
+
+import jsonschema
 
 from ..chat.events import (
     CompleteToolCall,
@@ -32,25 +40,28 @@ from ..chat.events import (
     TextDelta,
 )
 from ..chat.messages import AiMessage, SystemMessage, ToolExecutionResultMessage, UserMessage
+from ..chat.model import ChatModel
 from ..chat.request import ChatRequest, ChatRequestParameters, ToolChoice
 from ..chat.response import ChatResponse, FinishReason
 from ..dialects import openai_tool
 from ..execution.requests import ToolExecutionRequest
+from ..schema.output import OutputSchema
 from ..tools.card import ToolCard
-from ._base import StreamParser, output_schema
-from ._sse import SSEEvent
-
-if TYPE_CHECKING:
-    from .openai_chat import OpenAIChatModel
+from .probe import probe_capabilities
 
 __all__ = [
+    "TOOL_CALLING_MODES",
+    "ConstrainedChatModel",
     "ConstrainedPlan",
-    "ConstrainedStreamParser",
     "ConstrainedToolCalling",
     "after_repeat",
     "repeat_follow_up",
     "uses_tools",
 ]
+
+TOOL_CALLING_MODES = ("native", "constrained", "auto")
+"""The `tool_calling=` values of the providers: native tool calls, constrained ones, or
+probe the model once and pick."""
 
 DEFAULT_INSTRUCTIONS = (
     "You can call these tools:\n{tools}\n\n"
@@ -129,7 +140,7 @@ def uses_tools(request: ChatRequest, params: ChatRequestParameters) -> bool:
 def _canonical(arguments: str) -> str:
     try:
         return json.dumps(json.loads(arguments or "{}"), sort_keys=True, ensure_ascii=False)
-    except ValueError:
+    except (ValueError, RecursionError):
         return arguments.strip()
 
 
@@ -235,7 +246,7 @@ class ConstrainedPlan:
             if self.response_format is None:
                 self._answer_schema = {"type": "string"}
             else:
-                self._answer_schema = dict(output_schema(self.response_format).json_schema)
+                self._answer_schema = dict(OutputSchema.of(self.response_format).json_schema)
         return self._answer_schema
 
     @property
@@ -285,13 +296,15 @@ class ConstrainedPlan:
             root = {**root, "$defs": defs}
         return root
 
-    def response_format_body(self) -> dict[str, Any]:
-        """The `response_format` request field."""
+    def output(self) -> OutputSchema:
+        """The reply's schema as the request's `response_format`: sent as it is (never in a
+        provider's strict form, which would make optional arguments required)."""
         name = "answer" if self.mode == "answer" else "tool_calls_or_answer"
-        return {
-            "type": "json_schema",
-            "json_schema": {"name": name, "schema": self.schema(), "strict": False},
-        }
+        schema = self.schema()
+        validator_cls = jsonschema.validators.validator_for(
+            schema, default=jsonschema.Draft202012Validator
+        )
+        return OutputSchema(name, schema, validator=validator_cls(schema), strict=False)
 
     def tool_list(self) -> str:
         """The tools as system-prompt text: name, description, argument schema."""
@@ -346,26 +359,26 @@ class ConstrainedPlan:
             for call in message.tool_execution_requests:
                 try:
                     arguments = json.loads(call.arguments or "{}")
-                except ValueError:
+                except (ValueError, RecursionError):
                     arguments = call.arguments
                 calls.append({"name": call.name, "arguments": arguments})
             return json.dumps({"tool_calls": calls}, ensure_ascii=False)
         text = message.text or ""
         try:
             value: Any = json.loads(text) if text.strip()[:1] in ("{", "[") else text
-        except ValueError:
+        except (ValueError, RecursionError):
             value = text
         return json.dumps({"answer": value}, ensure_ascii=False)
 
     def request(self, request: ChatRequest, params: ChatRequestParameters) -> ChatRequest:
-        """The plain (tool-free) request sent on the wire; `response_format` is set by the
-        caller from `response_format_body()`."""
+        """The plain (tool-free) request sent to the model, its `response_format` the reply's
+        schema (`output()`); `params` are the request's effective parameters."""
         plain = params.model_copy(
             update={
                 "tools": None,
                 "tool_choice": None,
                 "parallel_tool_calls": None,
-                "response_format": None,
+                "response_format": self.output(),
             }
         )
         return ChatRequest(self.messages(request.messages), plain)
@@ -385,7 +398,7 @@ class ConstrainedPlan:
             return None, [], []
         try:
             data = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return content, [], []  # not JSON (cut short, or the server ignored the schema)
         if not isinstance(data, Mapping):
             return content, [], []
@@ -533,76 +546,180 @@ class _AnswerExtractor:
         return "".join(out)
 
 
-class ConstrainedStreamParser:
-    """Wraps the OpenAI stream parser: answer text streams as `TextDelta`s, tool calls are
-    emitted (partial, then complete) when the reply is complete."""
+class _StreamMapper:
+    """Maps the model's stream events for a constrained reply: answer text streams as
+    `TextDelta`s, tool calls are emitted (partial, then complete) when the reply is complete."""
 
-    def __init__(self, inner: StreamParser, plan: ConstrainedPlan) -> None:
-        self._inner = inner
+    __slots__ = ("_answer", "_plan", "_streamed")
+
+    def __init__(self, plan: ConstrainedPlan) -> None:
         self._plan = plan
         self._answer = _AnswerExtractor()
         self._streamed: list[str] = []
 
-    def _map(self, events: list[StreamEvent]) -> list[StreamEvent]:
-        out: list[StreamEvent] = []
-        for event in events:
-            if isinstance(event, TextDelta):
-                if not self._plan.structured:
-                    text = self._answer.feed(event.text)
-                    if text:
-                        self._streamed.append(text)
-                        out.append(TextDelta(text))
-            elif isinstance(event, ResponseCompleted):
-                response = self._plan.convert(event.response)
-                for index, call in enumerate(response.ai_message.tool_execution_requests):
-                    out.append(PartialToolCall(index, call.id, call.name, call.arguments))
-                    out.append(CompleteToolCall(index, call))
-                final, streamed = response.ai_message.text or "", "".join(self._streamed)
-                if final and final != streamed:  # not streamed (or not all): send the rest
-                    out.append(
-                        TextDelta(final[len(streamed) :] if final.startswith(streamed) else final)
-                    )
-                out.append(ResponseCompleted(response))
-            elif isinstance(event, (PartialToolCall, CompleteToolCall)):
-                continue  # native calls are not asked for in this mode
-            else:
-                out.append(event)
-        return out
-
-    def feed(self, event: SSEEvent) -> list[StreamEvent]:
-        """Map the inner parser's events for one server-sent event."""
-        return self._map(self._inner.feed(event))
-
-    def finish(self) -> list[StreamEvent]:
-        """Map the inner parser's final events."""
-        return self._map(self._inner.finish())
+    def map(self, event: StreamEvent) -> list[StreamEvent]:
+        if isinstance(event, TextDelta):
+            if self._plan.structured:
+                return []
+            text = self._answer.feed(event.text)
+            if not text:
+                return []
+            self._streamed.append(text)
+            return [TextDelta(text)]
+        if isinstance(event, ResponseCompleted):
+            out: list[StreamEvent] = []
+            response = self._plan.convert(event.response)
+            for index, call in enumerate(response.ai_message.tool_execution_requests):
+                out.append(PartialToolCall(index, call.id, call.name, call.arguments))
+                out.append(CompleteToolCall(index, call))
+            final, streamed = response.ai_message.text or "", "".join(self._streamed)
+            if final and final != streamed:  # not streamed (or not all): send the rest
+                out.append(
+                    TextDelta(final[len(streamed) :] if final.startswith(streamed) else final)
+                )
+            out.append(ResponseCompleted(response))
+            return out
+        if isinstance(event, (PartialToolCall, CompleteToolCall)):
+            return []  # native calls are not asked for in this mode
+        return [event]
 
 
-def constrained_plan(
-    model: OpenAIChatModel, request: ChatRequest, params: ChatRequestParameters
-) -> ConstrainedPlan | None:
-    """The plan for `request` when `model` uses constrained tool calling for it, else None
-    (native mode, no tools involved, or "auto" finding native tool calls work)."""
-    if model.tool_calling == "native" or not uses_tools(request, params):
-        return None
-    if model.tool_calling == "auto":
-        from .probe import probe_capabilities
+class ConstrainedChatModel:
+    """A `ChatModel` that calls tools through `model`'s structured output.
 
-        if probe_capabilities(model).recommended_tool_calling == "native":
+    Requests that involve tools are sent to `model` without them, as a plain conversation
+    whose `response_format` admits tool calls or an answer (see the module docstring); the
+    replies come back with ordinary tool requests. Other requests pass through unchanged.
+    `model` must map `response_format` to its provider's structured output. `settings` hold
+    the schema options and the repeated-call policy; `tool_calling="auto"` first probes
+    `model` (once per endpoint and model, see `probe_capabilities`) and passes requests
+    through unchanged when it makes native tool calls.
+    """
+
+    def __init__(
+        self,
+        model: ChatModel,
+        settings: ConstrainedToolCalling | None = None,
+        *,
+        tool_calling: Literal["constrained", "auto"] = "constrained",
+    ) -> None:
+        if tool_calling not in ("constrained", "auto"):
+            raise ValueError(f"tool_calling must be 'constrained' or 'auto', got {tool_calling!r}")
+        self.inner = model
+        self.settings = settings or ConstrainedToolCalling()
+        self.tool_calling = tool_calling
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.inner!r}, tool_calling={self.tool_calling!r})"
+
+    def plan(self, request: ChatRequest) -> ConstrainedPlan | None:
+        """What the reply to `request` may contain, or None when it goes to the model as it
+        is (no tools involved, or "auto" found that native tool calls work)."""
+        params = self._params(request)
+        if not uses_tools(request, params):
             return None
-    return model.constrained.plan(request, params)
+        if (
+            self.tool_calling == "auto"
+            and probe_capabilities(self.inner).recommended_tool_calling == "native"
+        ):
+            return None
+        return self.settings.plan(request, params)
 
+    def prepare(self, request: ChatRequest) -> tuple[ConstrainedPlan | None, ChatRequest]:
+        """The plan for `request` and the request the model is sent for it."""
+        plan = self.plan(request)
+        if plan is None:
+            return None, request
+        return plan, plan.request(request, self._params(request))
 
-def constrained_body(
-    model: OpenAIChatModel,
-    plan: ConstrainedPlan,
-    request: ChatRequest,
-    params: ChatRequestParameters,
-    model_name: str,
-    stream: bool,
-) -> dict[str, Any]:
-    """The Chat Completions body for a constrained request."""
-    plain = plan.request(request, params)
-    body = model._body(plain, plain.parameters, model_name, stream)
-    body["response_format"] = plan.response_format_body()
-    return body
+    def _params(self, request: ChatRequest) -> ChatRequestParameters:
+        defaults = getattr(self.inner, "default_parameters", None)
+        if isinstance(defaults, ChatRequestParameters):
+            return defaults.override(request.parameters)
+        return request.parameters
+
+    # the four faces -------------------------------------------------------------------------
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        """Send `request` and return the full response."""
+        plan, sent = self.prepare(request)
+        if plan is None:
+            return self.inner.chat(request)
+        response = plan.convert(self.inner.chat(sent))
+        follow_up = repeat_follow_up(request, response)
+        return response if follow_up is None else after_repeat(response, self.chat(follow_up))
+
+    async def achat(self, request: ChatRequest) -> ChatResponse:
+        """Send `request` and return the full response (async)."""
+        plan, sent = self.prepare(request)
+        if plan is None:
+            return await self.inner.achat(request)
+        response = plan.convert(await self.inner.achat(sent))
+        follow_up = repeat_follow_up(request, response)
+        if follow_up is None:
+            return response
+        return after_repeat(response, await self.achat(follow_up))
+
+    def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
+        """Send `request` with streaming; yield events as they arrive."""
+        plan, sent = self.prepare(request)
+        if plan is None:
+            return self.inner.stream(request)
+        return self._stream(request, plan, self.inner.stream(sent))
+
+    def astream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """Send `request` with streaming; yield events as they arrive (async)."""
+        plan, sent = self.prepare(request)
+        if plan is None:
+            return self.inner.astream(request)
+        return self._astream(request, plan, self.inner.astream(sent))
+
+    # a reply that only repeated earlier calls is asked again, answer-only -------------------
+    def _stream(
+        self, request: ChatRequest, plan: ConstrainedPlan, events: Iterator[StreamEvent]
+    ) -> Iterator[StreamEvent]:
+        mapper = _StreamMapper(plan)
+        first: ChatResponse | None = None
+        follow_up: ChatRequest | None = None
+        try:
+            for event in events:
+                for out in mapper.map(event):
+                    if isinstance(out, ResponseCompleted):
+                        follow_up = repeat_follow_up(request, out.response)
+                        if follow_up is not None:
+                            first = out.response  # nothing to run or say: the follow-up answers
+                            continue
+                    yield out
+        finally:
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()
+        if first is not None and follow_up is not None:
+            for event in self.stream(follow_up):
+                if isinstance(event, ResponseCompleted):
+                    event = ResponseCompleted(after_repeat(first, event.response))
+                yield event
+
+    async def _astream(
+        self, request: ChatRequest, plan: ConstrainedPlan, events: AsyncIterator[StreamEvent]
+    ) -> AsyncIterator[StreamEvent]:
+        mapper = _StreamMapper(plan)
+        first: ChatResponse | None = None
+        follow_up: ChatRequest | None = None
+        try:
+            async for event in events:
+                for out in mapper.map(event):
+                    if isinstance(out, ResponseCompleted):
+                        follow_up = repeat_follow_up(request, out.response)
+                        if follow_up is not None:
+                            first = out.response
+                            continue
+                    yield out
+        finally:
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        if first is not None and follow_up is not None:
+            async for event in self.astream(follow_up):
+                if isinstance(event, ResponseCompleted):
+                    event = ResponseCompleted(after_repeat(first, event.response))
+                yield event

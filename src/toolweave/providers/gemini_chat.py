@@ -28,6 +28,7 @@ from ..schema.output import OutputSchema
 from ._base import HttpChatModel, arguments_object, compact_json
 from ._http import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRIES, HttpTransport, decode_json
 from ._sse import SSEEvent
+from .constrained import ConstrainedToolCalling
 from .tool_results import gemini_function_response, gemini_part
 
 __all__ = ["GENERATED_ID_PREFIX", "GeminiChatModel", "GeminiStreamParser"]
@@ -238,6 +239,11 @@ class GeminiChatModel(HttpChatModel):
     form: `"openapi"` (`parameters`, the sanitised OpenAPI subset) or `"json_schema"`
     (`parametersJsonSchema`); for `response_format` it picks `responseSchema` or
     `responseJsonSchema` alike.
+
+    `tool_calling`: `"native"` (function calling), `"constrained"` (tools described in the
+    system instruction, calls through `responseSchema`; for models without function calling,
+    such as Gemma on the Gemini API; `constrained=` holds its settings and repeated-call
+    policy), or `"auto"` (probe the model once, see `probe_capabilities`, and pick).
     """
 
     provider = PROVIDER
@@ -260,7 +266,10 @@ class GeminiChatModel(HttpChatModel):
         http_client: httpx2.Client | None = None,
         async_http_client: httpx2.AsyncClient | None = None,
         max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
+        tool_calling: Literal["native", "constrained", "auto"] = "native",
+        constrained: ConstrainedToolCalling | None = None,
     ) -> None:
+        self._set_tool_calling(tool_calling, constrained)
         if schema_mode not in ("openapi", "json_schema"):
             raise ValueError(f"schema_mode must be 'openapi' or 'json_schema', got {schema_mode!r}")
         key = api_key

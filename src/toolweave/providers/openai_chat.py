@@ -7,7 +7,7 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Literal
 
 import httpx2
@@ -24,20 +24,13 @@ from ..chat.messages import AiMessage, SystemMessage, ToolExecutionResultMessage
 from ..chat.request import ChatRequest, ChatRequestParameters, ToolChoice
 from ..chat.response import ChatResponse, FinishReason, TokenUsage
 from ..dialects import openai_tools, to_openai_strict
-from ..errors import SchemaError, UnsupportedOptionError
+from ..errors import SchemaError
 from ..execution.requests import ToolExecutionRequest
 from ._azure import AZURE_PROVIDER, AzureSettings, TokenProvider
-from ._base import HttpChatModel, StreamParser
+from ._base import HttpChatModel
 from ._http import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRIES, HttpTransport, decode_json
 from ._sse import SSEEvent
-from .constrained import (
-    ConstrainedStreamParser,
-    ConstrainedToolCalling,
-    after_repeat,
-    constrained_body,
-    constrained_plan,
-    repeat_follow_up,
-)
+from .constrained import ConstrainedToolCalling
 from .tool_results import openai_chat_content, openai_chat_tool_result
 
 __all__ = ["AzureOpenAIChatModel", "OpenAIChatModel", "OpenAIStreamAggregator"]
@@ -510,10 +503,7 @@ class OpenAIChatModel(HttpChatModel):
         max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
         constrained: ConstrainedToolCalling | None = None,
     ) -> None:
-        if tool_calling not in ("native", "constrained", "auto"):
-            raise UnsupportedOptionError(
-                PROVIDER, "tool_calling", f"{tool_calling!r}: use native, constrained or auto"
-            )
+        self._set_tool_calling(tool_calling, constrained)
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         all_headers: dict[str, str] = {"accept": "application/json"}
         if key:
@@ -536,8 +526,6 @@ class OpenAIChatModel(HttpChatModel):
             max_response_bytes=max_response_bytes,
         )
         self.strict_tools = strict_tools
-        self.tool_calling = tool_calling
-        self.constrained = constrained or ConstrainedToolCalling()
         self.stream_usage = stream_usage
         self.send_reasoning = send_reasoning
 
@@ -548,9 +536,6 @@ class OpenAIChatModel(HttpChatModel):
     def _body(
         self, request: ChatRequest, params: ChatRequestParameters, model: str, stream: bool
     ) -> dict[str, Any]:
-        plan = constrained_plan(self, request, params)
-        if plan is not None:
-            return constrained_body(self, plan, request, params, model, stream)
         body: dict[str, Any] = {
             "model": model,
             "messages": self._messages(request.messages, model),
@@ -585,11 +570,12 @@ class OpenAIChatModel(HttpChatModel):
 
     def _response_format(self, params: ChatRequestParameters) -> dict[str, Any]:
         """Structured output: `{"type": "json_schema", "json_schema": {name, schema,
-        strict}}`, strict (in OpenAI's strict form) when the schema allows it."""
+        strict}}`, strict (in OpenAI's strict form) when the schema allows it and the output
+        schema does not say `strict=False`."""
         output = self.output_schema(params)
         assert output is not None
         schema, strict = output.json_schema, False
-        if not _optional_not_nullable(schema):
+        if output.strict is not False and not _optional_not_nullable(schema):
             try:
                 schema, strict = to_openai_strict(schema), True
             except SchemaError:
@@ -721,87 +707,6 @@ class OpenAIChatModel(HttpChatModel):
 
     def _parser(self) -> OpenAIStreamAggregator:
         return OpenAIStreamAggregator(self._http)
-
-    def _parse_for(self, request: ChatRequest, data: Any) -> ChatResponse:
-        plan = constrained_plan(self, request, self.default_parameters.override(request.parameters))
-        response = self._parse(data)
-        return response if plan is None else plan.convert(response)
-
-    def _parser_for(self, request: ChatRequest) -> StreamParser:
-        plan = constrained_plan(self, request, self.default_parameters.override(request.parameters))
-        parser = self._parser()
-        return parser if plan is None else ConstrainedStreamParser(parser, plan)
-
-    # constrained replies that only repeated earlier calls are asked again, answer-only ------
-    def chat(self, request: ChatRequest) -> ChatResponse:
-        """Send `request` and return the full response (sync HTTP client)."""
-        response = super().chat(request)
-        follow_up = repeat_follow_up(request, response)
-        return response if follow_up is None else after_repeat(response, self.chat(follow_up))
-
-    async def achat(self, request: ChatRequest) -> ChatResponse:
-        """Send `request` and return the full response (async HTTP client)."""
-        response = await super().achat(request)
-        follow_up = repeat_follow_up(request, response)
-        if follow_up is None:
-            return response
-        return after_repeat(response, await self.achat(follow_up))
-
-    def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
-        """Send `request` with streaming; yield events as they arrive (sync)."""
-        events = super().stream(request)
-        return events if self.tool_calling == "native" else self._after_repeats(request, events)
-
-    def astream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        """Send `request` with streaming; yield events as they arrive (async)."""
-        events = super().astream(request)
-        return events if self.tool_calling == "native" else self._aafter_repeats(request, events)
-
-    def _after_repeats(
-        self, request: ChatRequest, events: Iterator[StreamEvent]
-    ) -> Iterator[StreamEvent]:
-        first: ChatResponse | None = None
-        follow_up: ChatRequest | None = None
-        try:
-            for event in events:
-                if isinstance(event, ResponseCompleted):
-                    follow_up = repeat_follow_up(request, event.response)
-                    if follow_up is not None:
-                        first = event.response  # nothing to run or say: the follow-up answers
-                        continue
-                yield event
-        finally:
-            close = getattr(events, "close", None)
-            if close is not None:
-                close()
-        if first is not None and follow_up is not None:
-            for event in self.stream(follow_up):
-                if isinstance(event, ResponseCompleted):
-                    event = ResponseCompleted(after_repeat(first, event.response))
-                yield event
-
-    async def _aafter_repeats(
-        self, request: ChatRequest, events: AsyncIterator[StreamEvent]
-    ) -> AsyncIterator[StreamEvent]:
-        first: ChatResponse | None = None
-        follow_up: ChatRequest | None = None
-        try:
-            async for event in events:
-                if isinstance(event, ResponseCompleted):
-                    follow_up = repeat_follow_up(request, event.response)
-                    if follow_up is not None:
-                        first = event.response
-                        continue
-                yield event
-        finally:
-            aclose = getattr(events, "aclose", None)
-            if aclose is not None:
-                await aclose()
-        if first is not None and follow_up is not None:
-            async for event in self.astream(follow_up):
-                if isinstance(event, ResponseCompleted):
-                    event = ResponseCompleted(after_repeat(first, event.response))
-                yield event
 
 
 class AzureOpenAIChatModel(OpenAIChatModel):

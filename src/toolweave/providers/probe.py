@@ -1,6 +1,6 @@
-"""`probe_capabilities`: find out, with tiny real requests, what an OpenAI-compatible
-endpoint and model actually do with tools. Protocol support is not model support: a server
-may accept `tools` and still answer in plain text."""
+"""`probe_capabilities`: find out, with tiny real requests, what a chat model (an
+OpenAI-compatible endpoint, Gemini, any `ChatModel`) actually does with tools. Protocol
+support is not model support: a server may accept `tools` and still answer in plain text."""
 
 from __future__ import annotations
 
@@ -9,19 +9,17 @@ import json
 import logging
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import jsonschema
 
 from ..chat.events import PartialToolCall, ResponseCompleted
 from ..chat.messages import UserMessage
+from ..chat.model import ChatModel
 from ..chat.request import ChatRequest, ChatRequestParameters, ToolChoice
 from ..chat.response import ChatResponse
 from ..errors import ProviderError
 from ..tools.card import ToolCard
-
-if TYPE_CHECKING:
-    from .openai_chat import OpenAIChatModel
 
 __all__ = [
     "Capabilities",
@@ -81,6 +79,7 @@ class Capabilities:
 
 
 _cache: dict[tuple[str, str], Capabilities] = {}
+"""Keyed by (base_url, model); a model without those is keyed by its identity."""
 _lock = threading.Lock()
 
 
@@ -90,10 +89,23 @@ def clear_probe_cache() -> None:
         _cache.clear()
 
 
-def _native(model: OpenAIChatModel) -> OpenAIChatModel:
-    clone = copy.copy(model)  # shares the HTTP clients; only the mode differs
-    clone.tool_calling = "native"
-    return clone
+def _native(model: ChatModel) -> ChatModel:
+    """`model` making native tool calls: the model a constrained layer (`inner`) wraps; a
+    provider in another `tool_calling` mode as a copy in native mode."""
+    inner = getattr(model, "inner", None)
+    if isinstance(inner, ChatModel):
+        model = inner
+    if getattr(model, "tool_calling", "native") != "native":
+        model = copy.copy(model)  # shares the HTTP clients; only the mode differs
+        model.tool_calling = "native"  # type: ignore[attr-defined]
+    return model
+
+
+def _identity(model: ChatModel) -> tuple[str, str]:
+    base_url, name = getattr(model, "base_url", None), getattr(model, "model", None)
+    if isinstance(base_url, str) and isinstance(name, str):
+        return base_url, name
+    return f"{type(model).__name__}@{id(model):x}", str(name or "")
 
 
 def _params(**kwargs: Any) -> ChatRequestParameters:
@@ -104,11 +116,12 @@ def _calls(response: ChatResponse) -> int:
     return len(response.ai_message.tool_execution_requests)
 
 
-def _run_checks(model: OpenAIChatModel) -> tuple[Capabilities, bool]:
+def _run_checks(model: ChatModel) -> tuple[Capabilities, bool]:
     """The capabilities, and whether every check got an answer from the endpoint (a check
     that failed on the transport — a dropped connection — is not a "no", so such a result is
     not cached)."""
     native = _native(model)
+    base_url, model_name = _identity(native)
     tools = (_PROBE_TOOL,)
     results: dict[str, bool] = {}
     errors: dict[str, str] = {}
@@ -131,7 +144,7 @@ def _run_checks(model: OpenAIChatModel) -> tuple[Capabilities, bool]:
                 errors[name] = f"{type(e).__name__}: {e}"
                 results[name] = False
                 break
-        logger.debug("probe %s %s: %s", model.base_url, name, results[name])
+        logger.debug("probe %s %s: %s", base_url, name, results[name])
 
     check(
         "native_tool_calls",
@@ -212,19 +225,20 @@ def _run_checks(model: OpenAIChatModel) -> tuple[Capabilities, bool]:
         return True
 
     check("json_schema", structured)
-    caps = Capabilities(base_url=model.base_url, model=model.model, errors=errors, **results)
+    caps = Capabilities(base_url=base_url, model=model_name, errors=errors, **results)
     return caps, answered[0]
 
 
-def probe_capabilities(model: OpenAIChatModel, *, refresh: bool = False) -> Capabilities:
+def probe_capabilities(model: ChatModel, *, refresh: bool = False) -> Capabilities:
     """Probe what `model`'s endpoint does with tools (five tiny requests, at temperature 0,
     at most 96 tokens each), cached per (base_url, model); `refresh` probes again. A check
     whose request fails on the transport is tried once more, and a result with such a
     failure is returned but not cached.
 
-    The probe always uses native requests, whatever `model.tool_calling` is.
+    The probe always uses native requests, whatever `model.tool_calling` is (and through a
+    `ConstrainedChatModel`, the model it wraps).
     """
-    key = (model.base_url, model.model)
+    key = _identity(_native(model))
     with _lock:
         hit = _cache.get(key)
     if hit is not None and not refresh:
@@ -232,8 +246,8 @@ def probe_capabilities(model: OpenAIChatModel, *, refresh: bool = False) -> Capa
     caps, answered = _run_checks(model)
     logger.info(
         "probed %s %s: native=%s required=%s parallel=%s streaming=%s json_schema=%s",
-        model.base_url,
-        model.model,
+        caps.base_url,
+        caps.model,
         caps.native_tool_calls,
         caps.tool_choice_required,
         caps.parallel_tool_calls,
@@ -246,7 +260,7 @@ def probe_capabilities(model: OpenAIChatModel, *, refresh: bool = False) -> Capa
     return caps
 
 
-async def aprobe_capabilities(model: OpenAIChatModel, *, refresh: bool = False) -> Capabilities:
+async def aprobe_capabilities(model: ChatModel, *, refresh: bool = False) -> Capabilities:
     """`probe_capabilities` from async code (runs in a worker thread); call it before the
     first request of an `"auto"` model in async code so that request does not block."""
     import asyncio

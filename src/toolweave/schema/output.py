@@ -104,12 +104,18 @@ class PartialJsonStream:
 
 @dataclass(frozen=True, slots=True)
 class OutputSchema:
-    """A structured-output specification: name, JSON schema and a validator."""
+    """A structured-output specification: name, JSON schema and a validator.
+
+    `strict`: whether a provider may send the schema in its strict form (OpenAI's makes
+    every property required and nullable); None lets the provider decide, False sends the
+    schema as it is.
+    """
 
     name: str
     json_schema: dict[str, Any]
     adapter: pydantic.TypeAdapter[Any] | None = None
     validator: Any = None
+    strict: bool | None = None
 
     @classmethod
     def of(cls, spec: Any) -> OutputSchema:
