@@ -1,0 +1,322 @@
+"""Every kind of tool result part through every provider: the conversation completes and
+the next request carries each part as docs/providers.md ("Tool results: content parts")
+says, in shapes the official SDK types accept."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+
+from servers.provider_server import ProviderServer
+from toolweave import (
+    AudioContent,
+    EmbeddedResource,
+    FileContent,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+)
+from toolweave.chat import UserMessage
+from toolweave.execution import StructuredText
+from toolweave.providers import (
+    AnthropicChatModel,
+    GeminiChatModel,
+    OpenAIChatModel,
+    OpenAIResponsesChatModel,
+)
+from toolweave.service import ToolService
+from toolweave.tools import LocalFunction, ToolCard
+
+from .conftest import (
+    SECRET,
+    check_anthropic_request,
+    check_gemini_request,
+    check_openai_request,
+    no_sleep,
+)
+from .test_openai_responses import _call, _message, _response, check_responses_request
+
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 40).decode()
+PDF = base64.b64encode(b"%PDF-1.4\n%%EOF\n").decode()
+WAV = base64.b64encode(b"RIFF....WAVEfmt ").decode()
+NOTES = "line one\nline two"
+
+RESULTS: dict[str, Any] = {
+    "image_inline": [TextContent(text="a chart"), ImageContent(data=PNG, mime_type="image/png")],
+    "image_url": ImageContent(url="https://img.example/cat.jpg", mime_type="image/jpeg"),
+    "audio": AudioContent(data=WAV, mime_type="audio/wav"),
+    "pdf": FileContent(data=PDF, mime_type="application/pdf", name="report.pdf"),
+    "text_file": FileContent.from_bytes(NOTES.encode(), "text/plain", name="notes.txt"),
+    "binary_file": FileContent.from_bytes(b"\x00\x01\x02", "application/zip", name="a.zip"),
+    "resource_link": ResourceLink(
+        uri="file:///docs/readme.md", name="readme", mime_type="text/markdown", size=1200
+    ),
+    "embedded_text": EmbeddedResource(uri="memo://today", mime_type="text/plain", text="buy milk"),
+    "structured": StructuredText('{"temp":21}', {"temp": 21}),
+}
+NAMES = list(RESULTS)
+
+
+def _tools() -> list[LocalFunction]:
+    def make(name: str) -> LocalFunction:
+        def fn() -> Any:
+            return RESULTS[name]
+
+        return LocalFunction(ToolCard(name=name, description=f"returns {name}"), fn)
+
+    return [make(n) for n in NAMES]
+
+
+def _openai_turns() -> list[dict[str, Any]]:
+    calls = [
+        {"id": f"c_{n}", "type": "function", "function": {"name": n, "arguments": "{}"}}
+        for n in NAMES
+    ]
+    first = {"role": "assistant", "content": None, "tool_calls": calls}
+    return [
+        {"json": _chat_completion(first, "tool_calls")},
+        {"json": _chat_completion({"role": "assistant", "content": "done"}, "stop")},
+    ]
+
+
+def _chat_completion(message: dict[str, Any], reason: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "gpt-4o",
+        "choices": [{"index": 0, "finish_reason": reason, "message": message}],
+    }
+
+
+def _anthropic_turns() -> list[dict[str, Any]]:
+    def message(content: list[dict[str, Any]], reason: str) -> dict[str, Any]:
+        return {
+            "json": {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5",
+                "content": content,
+                "stop_reason": reason,
+                "stop_sequence": None,
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            }
+        }
+
+    uses = [{"type": "tool_use", "id": f"toolu_{n}", "name": n, "input": {}} for n in NAMES]
+    return [message(uses, "tool_use"), message([{"type": "text", "text": "done"}], "end_turn")]
+
+
+def _gemini_turns() -> list[dict[str, Any]]:
+    def answer(parts: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "json": {
+                "candidates": [
+                    {"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}
+                ]
+            }
+        }
+
+    calls = [{"functionCall": {"name": n, "args": {}, "id": f"fc_{n}"}} for n in NAMES]
+    return [answer(calls), answer([{"text": "done"}])]
+
+
+def _responses_turns() -> list[dict[str, Any]]:
+    calls = [_call(f"call_{n}", n, "{}", f"fc_{n}") for n in NAMES]
+    return [{"json": _response(calls)}, {"json": _response([_message("done")])}]
+
+
+def _converse(server: ProviderServer, model: Any, turns: list[dict[str, Any]]) -> dict[str, Any]:
+    server.enqueue(*turns)
+    no_sleep(model)
+    with model:
+        result = ToolService().tools(_tools()).chat(model, None, [UserMessage("use every tool")])
+    assert result.text == "done"
+    assert [e.request.name for e in result.tool_executions] == NAMES
+    assert not any(e.has_failed for e in result.tool_executions)
+    structured = result.tool_executions[-1]
+    assert structured.structured == {"temp": 21} and structured.result_text == '{"temp":21}'
+    assert len(server.requests) == 2
+    body = server.bodies[1]
+    assert isinstance(body, dict)
+    return body
+
+
+def test_openai_chat(server: ProviderServer) -> None:
+    model = OpenAIChatModel("gpt-4o", api_key=SECRET, base_url=f"{server.url}/v1")
+    body = _converse(server, model, _openai_turns())
+    check_openai_request(body)
+    messages = body["messages"]
+    tools = {m["tool_call_id"][2:]: m["content"] for m in messages if m["role"] == "tool"}
+    assert list(tools) == NAMES
+    follow = messages[-1]
+    assert follow["role"] == "user" and messages[-2]["role"] == "tool"
+    assert tools["image_inline"].startswith("a chart\n[attachment 1: image (image/png")
+    assert "[attachment 1: image (image/jpeg, https://img.example/cat.jpg)" in tools["image_url"]
+    assert "[attachment 1: file report.pdf (application/pdf" in tools["pdf"]
+    assert "not shown, gpt-4o takes no audio input" in tools["audio"]
+    assert tools["text_file"].endswith(f"]\n{NOTES}")
+    assert "not shown" in tools["binary_file"] and "application/zip" in tools["binary_file"]
+    assert "file:///docs/readme.md" in tools["resource_link"]
+    assert tools["embedded_text"].endswith("]\nbuy milk")
+    assert tools["structured"] == '{"temp":21}'
+    assert [p["type"] for p in follow["content"]] == [
+        "text",
+        "image_url",
+        "text",
+        "image_url",
+        "text",
+        "file",
+    ]
+    assert (
+        follow["content"][0]["text"] == "[attachment 1 of tool call c_image_inline (image_inline)]"
+    )
+    assert follow["content"][1]["image_url"]["url"] == f"data:image/png;base64,{PNG}"
+    assert follow["content"][3]["image_url"]["url"] == "https://img.example/cat.jpg"
+    assert follow["content"][5]["file"] == {
+        "file_data": f"data:application/pdf;base64,{PDF}",
+        "filename": "report.pdf",
+    }
+
+
+def test_openai_chat_audio_model_gets_input_audio(server: ProviderServer) -> None:
+    model = OpenAIChatModel("gpt-4o-audio-preview", api_key=SECRET, base_url=f"{server.url}/v1")
+    body = _converse(server, model, _openai_turns())
+    check_openai_request(body)
+    parts = body["messages"][-1]["content"]
+    assert {"type": "input_audio", "input_audio": {"data": WAV, "format": "wav"}} in parts
+
+
+def test_anthropic(server: ProviderServer) -> None:
+    model = AnthropicChatModel("claude-sonnet-4-5", api_key=SECRET, base_url=server.url)
+    body = _converse(server, model, _anthropic_turns())
+    check_anthropic_request(body)
+    turn = body["messages"][-1]
+    results = {b["tool_use_id"][6:]: b["content"] for b in turn["content"]}
+    assert list(results) == NAMES
+    assert results["image_inline"] == [
+        {"type": "text", "text": "a chart"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
+    ]
+    assert results["image_url"] == [
+        {"type": "image", "source": {"type": "url", "url": "https://img.example/cat.jpg"}}
+    ]
+    assert results["pdf"] == [
+        {
+            "type": "document",
+            "source": {"type": "base64", "media_type": "application/pdf", "data": PDF},
+            "title": "report.pdf",
+        }
+    ]
+    assert results["text_file"] == [
+        {
+            "type": "document",
+            "source": {"type": "text", "media_type": "text/plain", "data": NOTES},
+            "title": "notes.txt",
+        }
+    ]
+    assert results["embedded_text"][0]["source"]["data"] == "buy milk"
+    for name in ("audio", "binary_file"):
+        [block] = results[name]
+        assert block["type"] == "text" and "not shown" in block["text"]
+    [link] = results["resource_link"]
+    assert link["type"] == "text" and "file:///docs/readme.md" in link["text"]
+    assert results["structured"] == '{"temp":21}'
+
+
+@pytest.mark.parametrize("name", ["gemini-2.5-flash", "gemini-3-pro-preview"])
+def test_gemini(server: ProviderServer, name: str) -> None:
+    model = GeminiChatModel(name, api_key=SECRET, base_url=server.url)
+    body = _converse(server, model, _gemini_turns())
+    check_gemini_request(body)
+    parts = body["contents"][-1]["parts"]
+    responses = {
+        p["functionResponse"]["name"]: p["functionResponse"]
+        for p in parts
+        if "functionResponse" in p
+    }
+    assert list(responses) == NAMES
+    follow = parts[len(NAMES) :]
+    inside = name.startswith("gemini-3")
+    media_inside = {n: r.get("parts") for n, r in responses.items() if r.get("parts")}
+    if inside:
+        assert media_inside == {
+            "image_inline": [
+                {
+                    "inlineData": {
+                        "mimeType": "image/png",
+                        "data": PNG,
+                        "displayName": "attachment_1",
+                    }
+                }
+            ],
+            "image_url": [
+                {
+                    "fileData": {
+                        "mimeType": "image/jpeg",
+                        "fileUri": "https://img.example/cat.jpg",
+                        "displayName": "attachment_1",
+                    }
+                }
+            ],
+            "pdf": [
+                {
+                    "inlineData": {
+                        "mimeType": "application/pdf",
+                        "data": PDF,
+                        "displayName": "attachment_1",
+                    }
+                }
+            ],
+        }
+        assert follow == [
+            {"text": "[attachment 1 of tool call fc_audio (audio)]"},
+            {"inlineData": {"mimeType": "audio/wav", "data": WAV}},
+        ]
+    else:
+        assert media_inside == {}
+        kinds = [next(iter(p)) for p in follow]
+        # image inline, image URL, audio, PDF: each after its label
+        assert kinds == ["text", "inlineData", "text", "fileData"] + ["text", "inlineData"] * 2
+    text = {n: r["response"]["result"] for n, r in responses.items()}
+    assert text["text_file"].endswith(f"]\n{NOTES}")
+    assert "not shown" in text["binary_file"]
+    assert "file:///docs/readme.md" in text["resource_link"]
+    assert text["embedded_text"].endswith("]\nbuy milk")
+    assert responses["structured"]["response"] == {
+        "result": '{"temp":21}',
+        "structuredContent": {"temp": 21},
+    }
+
+
+def test_openai_responses(server: ProviderServer) -> None:
+    model = OpenAIResponsesChatModel("gpt-5-mini", api_key=SECRET, base_url=f"{server.url}/v1")
+    body = _converse(server, model, _responses_turns())
+    check_responses_request(body)
+    outputs = {
+        i["call_id"][5:]: i["output"]
+        for i in body["input"]
+        if i.get("type") == "function_call_output"
+    }
+    assert list(outputs) == NAMES
+    assert outputs["image_inline"] == [
+        {"type": "input_text", "text": "a chart"},
+        {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}", "detail": "auto"},
+    ]
+    assert outputs["image_url"] == [
+        {"type": "input_image", "image_url": "https://img.example/cat.jpg", "detail": "auto"}
+    ]
+    assert outputs["pdf"] == [
+        {
+            "type": "input_file",
+            "file_data": f"data:application/pdf;base64,{PDF}",
+            "filename": "report.pdf",
+        }
+    ]
+    [audio] = outputs["audio"]
+    assert audio["type"] == "input_text" and "not shown" in audio["text"]
+    assert outputs["text_file"][0]["text"].endswith(f"]\n{NOTES}")
+    assert outputs["structured"] == '{"temp":21}'
