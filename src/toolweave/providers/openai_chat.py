@@ -26,6 +26,7 @@ from ..chat.response import ChatResponse, FinishReason, TokenUsage
 from ..dialects import openai_tools, to_openai_strict
 from ..errors import SchemaError
 from ..execution.requests import ToolExecutionRequest
+from ..schema.validation import accepts_null
 from ._azure import AZURE_PROVIDER, AzureSettings, TokenProvider
 from ._base import HttpChatModel
 from ._http import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRIES, HttpTransport, decode_json
@@ -79,29 +80,21 @@ def _arguments_text(raw: Any) -> str:
     return json.dumps(raw, ensure_ascii=False)
 
 
-def _accepts_null(schema: Any) -> bool:
-    if not isinstance(schema, Mapping):
-        return True
-    t = schema.get("type")
-    if t == "null" or (isinstance(t, list) and "null" in t):
-        return True
-    if None in (schema.get("enum") or ()):
-        return True
-    return any(_accepts_null(b) for b in schema.get("anyOf") or schema.get("oneOf") or ())
-
-
-def _optional_not_nullable(schema: Any) -> bool:
+def _optional_not_nullable(schema: Any, root: Mapping[str, Any] | None = None) -> bool:
     """Whether some object has an optional property that does not accept null: OpenAI's
     strict form makes it required and nullable, so the model could send a `null` that the
-    answer's validator rejects; such a schema is sent non-strict."""
+    answer's validator rejects; such a schema is sent non-strict. `root` holds the `$defs`
+    (the schema itself at the top)."""
     if isinstance(schema, list):
-        return any(_optional_not_nullable(s) for s in schema)
+        return any(_optional_not_nullable(s, root) for s in schema)
     if not isinstance(schema, Mapping):
         return False
+    if root is None:
+        root = schema
     props = schema.get("properties")
     if isinstance(props, Mapping):
         required = set(schema.get("required") or ())
-        if any(n not in required and not _accepts_null(p) for n, p in props.items()):
+        if any(n not in required and not accepts_null(p, root) for n, p in props.items()):
             return True
     children: list[Any] = []
     for key in ("properties", "$defs", "definitions"):
@@ -113,7 +106,7 @@ def _optional_not_nullable(schema: Any) -> bool:
     for key in ("items", "additionalProperties"):
         if isinstance(schema.get(key), Mapping):
             children.append(schema[key])
-    return any(_optional_not_nullable(child) for child in children)
+    return any(_optional_not_nullable(child, root) for child in children)
 
 
 _NO_CALL = object()  # compares unequal to every fragment index

@@ -37,6 +37,7 @@ __all__ = [
     "ArgumentsValidator",
     "JsonSchemaArgumentsValidator",
     "ModelArgumentsValidator",
+    "accepts_null",
     "format_errors",
 ]
 
@@ -419,10 +420,16 @@ def _resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str,
 _CONSTRAINTS = ("type", "enum", "const", "anyOf", "oneOf", "allOf", "not", "$ref")
 
 
-def _accepts_null(schema: Any, root: Mapping[str, Any], depth: int = 0) -> bool:
-    """Whether `null` may be valid for `schema` (an unconstrained schema accepts it)."""
+def accepts_null(schema: Any, root: Mapping[str, Any] | None = None, depth: int = 0) -> bool:
+    """Whether `null` may be valid for `schema`: an unconstrained schema (no type, enum,
+    const, combinator or reference) accepts it, and a `$ref` is judged by its target in
+    `root` (the document holding the `$defs`; `schema` itself when None). The one rule for
+    argument coercion (an optional property sent as null) and for providers' strict forms."""
     if not isinstance(schema, Mapping) or depth > 32:
         return True
+    if root is None:
+        root = schema
+    schema = _resolve(schema, root)
     if not any(key in schema for key in _CONSTRAINTS):
         return True
     if "null" in _types_of(schema) or None in (schema.get("enum") or ()):
@@ -430,10 +437,7 @@ def _accepts_null(schema: Any, root: Mapping[str, Any], depth: int = 0) -> bool:
     if "const" in schema and schema["const"] is None:
         return True
     branches = schema.get("anyOf") or schema.get("oneOf") or ()
-    return any(
-        _accepts_null(_resolve(b, root) if isinstance(b, Mapping) else b, root, depth + 1)
-        for b in branches
-    )
+    return any(accepts_null(b, root, depth + 1) for b in branches)
 
 
 def _coerce(value: Any, schema: Any, root: Mapping[str, Any], depth: int = 0) -> Any:
@@ -490,7 +494,7 @@ def _coerce(value: Any, schema: Any, root: Mapping[str, Any], depth: int = 0) ->
                         if k in required and sub["default"] is not None:
                             out[k] = copy.deepcopy(sub["default"])
                         continue
-                    if k not in required and not _accepts_null(_resolve(sub, root), root):
+                    if k not in required and not accepts_null(sub, root):
                         continue
                 out[k] = _coerce(v, sub, root, depth + 1) if k in props else v
             return out
