@@ -39,6 +39,7 @@ def test_event_registry() -> None:
         "model_request",
         "model_response",
         "round_finished",
+        "round_paused",
         "round_started",
     ]
 

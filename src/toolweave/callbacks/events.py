@@ -25,6 +25,8 @@ class ToolCallEvents:
     MODEL_RESPONSE: Final = "model_response"
     ROUND_STARTED: Final = "round_started"
     ROUND_FINISHED: Final = "round_finished"
+    ROUND_PAUSED: Final = "round_paused"
+    """The loop stopped for calls waiting for approval or a deferred result."""
 
 
 TOOL_EVENTS: Final = frozenset(v for k, v in vars(ToolCallEvents).items() if k.startswith("TOOL_"))

@@ -1,6 +1,18 @@
 """`ToolService`: registration and the reason–act loop, with error handlers, concurrency,
 streaming and tool search."""
 
+from .approvals import (
+    ApprovalPolicy,
+    ApprovalRequired,
+    Approve,
+    ChatStatus,
+    ConversationState,
+    Decision,
+    DeferredResult,
+    Deny,
+    InvalidConversationStateError,
+    PendingCall,
+)
 from .handlers import (
     RETHROW,
     HallucinatedToolAnswer,
@@ -24,12 +36,22 @@ from .service import ServiceEvent, ToolService
 
 __all__ = [
     "RETHROW",
+    "ApprovalPolicy",
+    "ApprovalRequired",
+    "Approve",
     "ChatCompleted",
+    "ChatStatus",
+    "ConversationState",
+    "Decision",
+    "DeferredResult",
+    "Deny",
     "HallucinatedToolAnswer",
     "HallucinatedToolStrategy",
     "HallucinatedToolStrategyFunction",
+    "InvalidConversationStateError",
     "KeywordToolSearch",
     "PartialOutput",
+    "PendingCall",
     "ServiceEvent",
     "ToolChatResult",
     "ToolErrorContext",

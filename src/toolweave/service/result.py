@@ -9,6 +9,7 @@ from ..chat.messages import ChatMessage
 from ..chat.response import ChatResponse, TokenUsage
 from ..execution.requests import ToolExecutionRequest
 from ..execution.results import ToolExecution
+from .approvals import ChatStatus, ConversationState, PendingCall
 
 __all__ = [
     "ChatCompleted",
@@ -27,6 +28,9 @@ class ToolChatResult:
     result), valid to send again: pass it back with a new `UserMessage` to continue.
     `immediate` is True when a tool's `ReturnBehavior` ended the loop; `final_response` is
     then the response that asked for that tool. `output` is the parsed structured output.
+    `status` is `PENDING` when the loop stopped for calls that wait for approval or for a
+    deferred result: `pending` lists them and `state` resumes the conversation
+    (docs/approvals.md).
     """
 
     final_response: ChatResponse | None
@@ -36,6 +40,9 @@ class ToolChatResult:
     messages: list[ChatMessage] = field(default_factory=list)
     immediate: bool = False
     output: Any = None
+    status: ChatStatus = ChatStatus.COMPLETED
+    pending: tuple[PendingCall, ...] = ()
+    state: ConversationState | None = None
 
     @property
     def text(self) -> str | None:

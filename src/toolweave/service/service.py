@@ -33,6 +33,7 @@ import asyncio
 import contextlib
 import dataclasses
 import inspect
+import json
 import logging
 import types
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
@@ -46,10 +47,11 @@ from ..callbacks.events import ToolCallEvents as E
 from ..callbacks.framework import CallbackFramework, callback_framework
 from ..callbacks.otel import span
 from ..chat.events import CompleteToolCall, ResponseCompleted, StreamEvent, TextDelta
-from ..chat.messages import ChatMessage, ToolExecutionResultMessage, UserMessage
+from ..chat.messages import AiMessage, ChatMessage, ToolExecutionResultMessage, UserMessage
 from ..chat.model import ChatModel
 from ..chat.request import ChatRequest, ChatRequestParameters, ToolChoice
 from ..chat.response import ChatResponse, TokenUsage
+from ..context import ToolContext
 from ..errors import (
     HallucinatedToolError,
     StructuredOutputError,
@@ -69,6 +71,18 @@ from ..tools.card import ReturnBehavior, ToolCard, ToolInfo
 from ..tools.decorator import tool as make_tool
 from ..tools.decorator import tools_from
 from ..tools.local_function import LocalFunction
+from .approvals import (
+    ApprovalRequired,
+    Approve,
+    ChatStatus,
+    ConversationState,
+    Decision,
+    DeferredResult,
+    Deny,
+    PendingCall,
+    check_decisions,
+    needs_approval,
+)
 from .handlers import (
     HallucinatedToolStrategy,
     HallucinatedToolStrategyFunction,
@@ -93,7 +107,12 @@ __all__ = ["ServiceEvent", "ToolService"]
 logger = logging.getLogger("toolweave.service")
 
 ServiceEvent = (
-    StreamEvent | ToolExecutionStarted | ToolExecutionFinished | PartialOutput | ChatCompleted
+    StreamEvent
+    | ToolExecutionStarted
+    | ToolExecutionFinished
+    | PartialOutput
+    | ApprovalRequired
+    | ChatCompleted
 )
 
 
@@ -113,6 +132,8 @@ class _Entry:
     """The registration's `parallel_safe`, else the card's when it was given explicitly."""
     instance: Any = _UNKNOWN
     """The object whose bound method the tool is (None when there is none), found lazily."""
+    deferred: bool = False
+    """Calls are answered by the caller (`ToolService.deferred`), never run here."""
 
     @property
     def barrier(self) -> bool:
@@ -138,8 +159,20 @@ class _Run:
     output_value: Any = None
     inline_sync: bool = False
     """Run a round's single sync tool on the engine's own thread (the sync `chat` face)."""
+    rounds: int = 0
+    """Tool rounds used before this run (a resumed conversation's)."""
+    resume: ConversationState | None = None
+    decisions: dict[str, Decision] = field(default_factory=dict)
+    gates: dict[str, PendingCall | None] = field(default_factory=dict)
+    """Per call id: why the call waits (None: it runs), decided once per call."""
 
-    def result(self, final: ChatResponse | None, *, immediate: bool = False) -> ToolChatResult:
+    def result(
+        self,
+        final: ChatResponse | None,
+        *,
+        immediate: bool = False,
+        state: ConversationState | None = None,
+    ) -> ToolChatResult:
         return ToolChatResult(
             final_response=final,
             tool_executions=self.executions,
@@ -148,6 +181,9 @@ class _Run:
             messages=self.messages,
             immediate=immediate,
             output=self.output_value,
+            status=ChatStatus.PENDING if state is not None else ChatStatus.COMPLETED,
+            pending=state.pending if state is not None else (),
+            state=state,
         )
 
 
@@ -160,6 +196,8 @@ class _Turn:
     started: dict[str, asyncio.Task[_Outcome]] = field(default_factory=dict)
     response: ChatResponse | None = None
     outcomes: list[_Outcome] = field(default_factory=list)
+    finished: bool = False
+    """The conversation ended in this turn (a resumed round paused again or returned)."""
 
 
 class _UniqueIds:
@@ -276,23 +314,30 @@ class ToolService:
         executor: Any,
         max_concurrency: int | None = None,
         parallel_safe: bool | None = None,
+        requires_approval: Any = None,
     ) -> None:
         self._check_new(card.name)
+        if requires_approval is not None and requires_approval is not card.requires_approval:
+            card = card.model_copy(update={"requires_approval": requires_approval})
         self._entries[card.name] = _entry(
             card, self._wrap(executor), max_concurrency, parallel_safe
         )
         self._cards = None
 
     def _add_tool(
-        self, t: Tool, max_concurrency: int | None = None, parallel_safe: bool | None = None
+        self,
+        t: Tool,
+        max_concurrency: int | None = None,
+        parallel_safe: bool | None = None,
+        requires_approval: Any = None,
     ) -> None:
-        if max_concurrency is None and parallel_safe is None:
+        if max_concurrency is None and parallel_safe is None and requires_approval is None:
             self._check_new(t.card.name)
             self._entries[t.card.name] = t  # the executor is made on the first call
             self._cards = None
         else:
             executor = DefaultToolExecutor(t, propagate_errors=True)
-            self._add(t.card, executor, max_concurrency, parallel_safe)
+            self._add(t.card, executor, max_concurrency, parallel_safe, requires_approval)
 
     def _entry(self, name: str) -> _Entry | None:
         """The entry registered under `name` (made from a bare `Tool` on first use)."""
@@ -309,17 +354,20 @@ class ToolService:
         *objects: Any,
         max_concurrency: int | None = None,
         parallel_safe: bool | None = None,
+        requires_approval: Any = None,
     ) -> ToolService:
         """Register tools: `Tool`s, plain functions, objects (or classes) with `@tool`
         methods, `{card_or_name: executor}` mappings, or iterables of these.
 
         `max_concurrency` bounds the calls of each of these tools running at once (across
         every conversation of the service); `parallel_safe` overrides the cards' (True lets
-        methods of one object run concurrently, False makes each tool a barrier)."""
+        methods of one object run concurrently, False makes each tool a barrier);
+        `requires_approval` overrides the cards' (True, False, or a function of the
+        arguments and the `ToolContext`; see docs/approvals.md)."""
         if max_concurrency is not None and max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1 (or None: no bound)")
-        options = (max_concurrency, parallel_safe)
-        plain = max_concurrency is None and parallel_safe is None
+        options = (max_concurrency, parallel_safe, requires_approval)
+        plain = max_concurrency is None and parallel_safe is None and requires_approval is None
         entries = self._entries
         search = self.tool_search.card.name if self.tool_search is not None else None
         for obj in objects:
@@ -338,10 +386,19 @@ class ToolService:
             elif isinstance(obj, Mapping):
                 for key, executor in obj.items():
                     self.tool(
-                        key, executor, max_concurrency=max_concurrency, parallel_safe=parallel_safe
+                        key,
+                        executor,
+                        max_concurrency=max_concurrency,
+                        parallel_safe=parallel_safe,
+                        requires_approval=requires_approval,
                     )
             elif isinstance(obj, (list, tuple, set, frozenset)):
-                self.tools(*obj, max_concurrency=max_concurrency, parallel_safe=parallel_safe)
+                self.tools(
+                    *obj,
+                    max_concurrency=max_concurrency,
+                    parallel_safe=parallel_safe,
+                    requires_approval=requires_approval,
+                )
             elif inspect.isfunction(obj) or inspect.ismethod(obj) or inspect.isbuiltin(obj):
                 self._add_tool(make_tool(obj), *options)
             else:
@@ -362,11 +419,12 @@ class ToolService:
         *,
         max_concurrency: int | None = None,
         parallel_safe: bool | None = None,
+        requires_approval: Any = None,
     ) -> ToolService:
         """Register one tool: `tool(obj, "method_name")`, or `tool(spec, executor)` where
         `spec` is a `ToolCard`, a `ToolInfo`, a function descriptor (`{"name", "description",
         "parameters"}`, or OpenAI's `{"type": "function", "function": {...}}`) or a name.
-        `max_concurrency` and `parallel_safe` as for `tools`."""
+        `max_concurrency`, `parallel_safe` and `requires_approval` as for `tools`."""
         if max_concurrency is not None and max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1 (or None: no bound)")
         if isinstance(method_or_executor, str):
@@ -374,13 +432,28 @@ class ToolService:
             if attr is None:
                 raise ToolCardError(f"{type(obj).__name__} has no method {method_or_executor!r}")
             made = attr if isinstance(attr, LocalFunction) else make_tool(attr)
-            self._add_tool(made, max_concurrency, parallel_safe)
+            self._add_tool(made, max_concurrency, parallel_safe, requires_approval)
             return self
         card = _card_of(obj)
         executor = method_or_executor
         if isinstance(executor, Tool):
             executor = DefaultToolExecutor(executor, propagate_errors=True)
-        self._add(card, as_executor(executor), max_concurrency, parallel_safe)
+        self._add(card, as_executor(executor), max_concurrency, parallel_safe, requires_approval)
+        return self
+
+    def deferred(self, *specs: Any) -> ToolService:
+        """Register deferred tools: the model sees them like any tool, but toolweave never
+        runs their calls; the loop stops with them pending (`ToolChatResult.pending`) and
+        the caller resumes it with a `DeferredResult` per call (e.g. a tool the browser
+        runs). `specs` are as for `tool(spec, executor)`: cards, `ToolInfo`s, function
+        descriptors or names."""
+        for spec in specs:
+            card = _card_of(spec)
+            self._check_new(card.name)
+            entry = _entry(card, _NOT_RUN)
+            entry.deferred = True
+            self._entries[card.name] = entry
+            self._cards = None
         return self
 
     def remove(self, name: str) -> None:
@@ -406,18 +479,21 @@ class ToolService:
         self,
         model: ChatModel,
         parameters: ChatRequestParameters | None = None,
-        messages: Sequence[ChatMessage] | str | None = None,
+        messages: Sequence[ChatMessage] | str | ConversationState | None = None,
         *,
         memory_id: Any = None,
         context: Any = None,
         injected: Mapping[str, Any] | None = None,
         output_type: Any = None,
+        decisions: Mapping[str, Decision] | None = None,
     ) -> ToolChatResult:
         """Run the loop to the model's final answer (synchronously).
 
         The same engine as `achat`; a round's single sync tool runs on the calling thread.
         """
-        run = self._start(parameters, messages, memory_id, context, injected, output_type)
+        run = self._start(
+            parameters, messages, memory_id, context, injected, output_type, decisions
+        )
         run.inline_sync = True
         return run_sync(self._complete(model, run))
 
@@ -433,12 +509,13 @@ class ToolService:
         self,
         model: ChatModel,
         parameters: ChatRequestParameters | None = None,
-        messages: Sequence[ChatMessage] | str | None = None,
+        messages: Sequence[ChatMessage] | str | ConversationState | None = None,
         *,
         memory_id: Any = None,
         context: Any = None,
         injected: Mapping[str, Any] | None = None,
         output_type: Any = None,
+        decisions: Mapping[str, Decision] | None = None,
     ) -> ToolChatResult:
         """Run the loop to the model's final answer.
 
@@ -448,28 +525,38 @@ class ToolService:
         TypedDict or JSON schema dict) the final answer must be JSON of that shape: it is
         requested through `response_format`, validated, corrected by the model within the
         retry budget, and returned parsed as `result.output`.
+
+        When calls wait for approval or are deferred, the loop runs the others and stops:
+        `result.status` is `PENDING` and `result.state` resumes it — pass the state as
+        `messages` with `decisions={call_id: Approve() | Deny(...) | DeferredResult(...)}`
+        (docs/approvals.md).
         """
-        run = self._start(parameters, messages, memory_id, context, injected, output_type)
+        run = self._start(
+            parameters, messages, memory_id, context, injected, output_type, decisions
+        )
         return await self._complete(model, run)
 
     async def achat_stream(
         self,
         model: ChatModel,
         parameters: ChatRequestParameters | None = None,
-        messages: Sequence[ChatMessage] | str | None = None,
+        messages: Sequence[ChatMessage] | str | ConversationState | None = None,
         *,
         eager: bool = False,
         memory_id: Any = None,
         context: Any = None,
         injected: Mapping[str, Any] | None = None,
         output_type: Any = None,
+        decisions: Mapping[str, Decision] | None = None,
     ) -> AsyncIterator[ServiceEvent]:
         """Run the loop, streaming: yields the model's events (text deltas, partial and
         complete tool calls, completed responses), `ToolExecutionStarted`/`Finished`, and a
         final `ChatCompleted`. With `eager=True` a tool starts as soon as its call is complete
         in the stream, before the model has finished. With `output_type`, `PartialOutput`
         events carry the answer parsed so far as the JSON grows."""
-        run = self._start(parameters, messages, memory_id, context, injected, output_type)
+        run = self._start(
+            parameters, messages, memory_id, context, injected, output_type, decisions
+        )
         async for event in self._loop(model, run, streaming=True, eager=eager):
             yield event
 
@@ -477,13 +564,14 @@ class ToolService:
         self,
         model: ChatModel,
         parameters: ChatRequestParameters | None = None,
-        messages: Sequence[ChatMessage] | str | None = None,
+        messages: Sequence[ChatMessage] | str | ConversationState | None = None,
         *,
         eager: bool = False,
         memory_id: Any = None,
         context: Any = None,
         injected: Mapping[str, Any] | None = None,
         output_type: Any = None,
+        decisions: Mapping[str, Decision] | None = None,
     ) -> Iterator[ServiceEvent]:
         """Synchronous `achat_stream`."""
         return iterate_sync(
@@ -496,6 +584,7 @@ class ToolService:
                 context=context,
                 injected=injected,
                 output_type=output_type,
+                decisions=decisions,
             )
         )
 
@@ -503,17 +592,25 @@ class ToolService:
     def _start(
         self,
         parameters: ChatRequestParameters | None,
-        messages: Sequence[ChatMessage] | str | None,
+        messages: Sequence[ChatMessage] | str | ConversationState | None,
         memory_id: Any,
         context: Any,
         injected: Mapping[str, Any] | None,
         output_type: Any = None,
+        decisions: Mapping[str, Decision] | None = None,
     ) -> _Run:
         if messages is None:
             raise ValueError("messages must not be empty: pass the conversation so far")
-        history: list[ChatMessage] = (
-            [UserMessage(messages)] if isinstance(messages, str) else list(messages)
-        )
+        state: ConversationState | None = None
+        if isinstance(messages, ConversationState):
+            state = messages
+            state.check()
+            check_decisions(state, decisions or {})
+            history: list[ChatMessage] = list(state.messages)
+        elif decisions:
+            raise ValueError("decisions need the ConversationState of a paused conversation")
+        else:
+            history = [UserMessage(messages)] if isinstance(messages, str) else list(messages)
         if not history:
             raise ValueError("messages must not be empty: pass the conversation so far")
         run = _Run(
@@ -523,6 +620,10 @@ class ToolService:
             context=context,
             injected=dict(injected) if injected else None,
         )
+        if state is not None:
+            run.resume = state
+            run.rounds = state.rounds
+            run.decisions = dict(decisions or {})
         if output_type is not None:
             run.output = OutputSchema.of(output_type)
             if run.parameters.response_format is None:
@@ -567,11 +668,19 @@ class ToolService:
     async def _loop(
         self, model: ChatModel, run: _Run, *, streaming: bool, eager: bool
     ) -> AsyncIterator[ServiceEvent]:
-        rounds = 0
+        rounds = run.rounds
         parameters = self._parameters(run)
         pending: list[ToolExecutionRequest] = []
         turn = _Turn()
         try:
+            if run.resume is not None:
+                pending = [p.request for p in run.resume.pending]
+                turn = _Turn(asyncio.Queue() if streaming else None)
+                async for event in self._resume(run, turn):
+                    yield event
+                pending = []
+                if turn.finished:
+                    return
             while True:
                 if rounds and self._forces_tools(run):
                     # a forced choice would make the model call tools forever
@@ -624,13 +733,17 @@ class ToolService:
                 await self._fire(
                     E.ROUND_STARTED, round=rounds, requests=calls, memory_id=run.memory_id
                 )
-                if turn.queue is None:
-                    outcomes = await self._execute_round(calls, run, None, turn.started)
+                gated = await self._gated(calls, run)
+                runnable = [c for c in calls if run.gates.get(c.id) is None] if gated else calls
+                if not runnable:
+                    outcomes = []
+                elif turn.queue is None:
+                    outcomes = await self._execute_round(runnable, run, None, turn.started)
                 else:
-                    async for event in self._stream_round(calls, run, turn):
+                    async for event in self._stream_round(runnable, run, turn):
                         yield event
                     outcomes = turn.outcomes
-                self._record(run, calls, outcomes)
+                self._record(run, runnable, outcomes)
                 pending = []
                 await self._fire(
                     E.ROUND_FINISHED,
@@ -641,7 +754,11 @@ class ToolService:
                 abort = next((o.abort for o in outcomes if o.abort is not None), None)
                 if abort is not None:
                     raise abort
-                if self._returns_immediately(calls, outcomes):
+                if gated:
+                    async for event in self._pause(run, response, gated, rounds, streaming):
+                        yield event
+                    return
+                if self._returns_immediately(calls, [o.execution.has_failed for o in outcomes]):
                     yield ChatCompleted(run.result(response, immediate=True))
                     return
         except BaseException as e:
@@ -690,7 +807,7 @@ class ToolService:
                 entry = self._entry(event.request.name)
                 if barrier_seen or (entry is not None and entry.barrier):
                     barrier_seen = True  # calls after a barrier wait for the whole response
-                else:
+                elif await self._gate(event.request, run) is None:
                     turn.started[event.request.id] = asyncio.create_task(
                         self._execute_one(event.request, run, turn.queue)
                     )
@@ -780,10 +897,10 @@ class ToolService:
                     )
                 )
 
-    def _returns_immediately(
-        self, calls: list[ToolExecutionRequest], outcomes: list[_Outcome]
-    ) -> bool:
-        if any(o.execution.result.is_error for o in outcomes):
+    def _returns_immediately(self, calls: list[ToolExecutionRequest], errors: list[bool]) -> bool:
+        """Whether the round of `calls` (with `errors`, one flag per finished call) ends the
+        loop by the tools' `ReturnBehavior`."""
+        if any(errors):
             return False
         behaviours = []
         for call in calls:
@@ -794,6 +911,127 @@ class ToolService:
         if behaviours[-1] is ReturnBehavior.IMMEDIATE_IF_LAST:
             return True
         return all(b is not ReturnBehavior.TO_LLM for b in behaviours)
+
+    # approvals and deferred calls ------------------------------------------------------------
+    async def _gated(self, calls: list[ToolExecutionRequest], run: _Run) -> list[PendingCall]:
+        """The calls of a round that wait (in request order)."""
+        out: list[PendingCall] = []
+        for call in calls:
+            gate = await self._gate(call, run)
+            if gate is not None:
+                out.append(gate)
+        return out
+
+    async def _gate(self, call: ToolExecutionRequest, run: _Run) -> PendingCall | None:
+        """Why `call` waits (deferred tool, approval required), or None: it runs. Decided
+        once per call (an approval function is asked once)."""
+        if call.id in run.gates:
+            return run.gates[call.id]
+        entry = self._entry(call.name)
+        gate: PendingCall | None = None
+        if entry is not None:
+            reason: Any = None
+            if entry.deferred:
+                reason = "deferred"
+            elif entry.card.requires_approval is not False:
+                context = ToolContext(
+                    tool_name=call.name,
+                    request_id=call.id,
+                    memory_id=run.memory_id,
+                    context=run.context,
+                    callbacks=self.callbacks,
+                )
+                if await needs_approval(entry.card.requires_approval, call, context):
+                    reason = "approval"
+            if reason is not None:
+                gate = PendingCall(
+                    id=call.id, tool_name=call.name, arguments=call.arguments, reason=reason
+                )
+        run.gates[call.id] = gate
+        return gate
+
+    async def _pause(
+        self,
+        run: _Run,
+        response: ChatResponse,
+        waiting: list[PendingCall],
+        rounds: int,
+        streaming: bool,
+    ) -> AsyncIterator[ServiceEvent]:
+        """Stop the loop: the calls in `waiting` have no result yet."""
+        state = ConversationState(
+            messages=tuple(run.messages), pending=tuple(waiting), rounds=rounds
+        )
+        await self._fire(E.ROUND_PAUSED, pending=state.pending, memory_id=run.memory_id)
+        if streaming:
+            yield ApprovalRequired(state.pending, state)
+        yield ChatCompleted(run.result(response, state=state))
+
+    async def _resume(self, run: _Run, turn: _Turn) -> AsyncIterator[ServiceEvent]:
+        """Apply the decisions to a paused round: run the approved calls, answer the denied
+        and deferred ones; pause again while calls are left without a decision; else end
+        the loop if the round's `ReturnBehavior` says so (sets `turn.finished`)."""
+        state = run.resume
+        assert state is not None
+        run.resume = None
+        position, ai = next(
+            (i, m) for i, m in reversed(list(enumerate(state.messages))) if isinstance(m, AiMessage)
+        )
+        response = ChatResponse(ai)
+        approved: list[ToolExecutionRequest] = []
+        waiting: list[PendingCall] = []
+        now = datetime.now(UTC)
+        for call in state.pending:
+            decision = run.decisions.get(call.id)
+            if decision is None:
+                waiting.append(call)
+                continue
+            request = call.request
+            if isinstance(decision, Approve):
+                if decision.arguments is not None:
+                    arguments = decision.arguments
+                    if not isinstance(arguments, str):
+                        arguments = json.dumps(dict(arguments), ensure_ascii=False)
+                    request = request.model_copy(update={"arguments": arguments})
+                run.gates[call.id] = None
+                approved.append(request)
+                continue
+            if isinstance(decision, Deny):
+                result = ToolExecutionResult.error_result(decision.message)
+            else:
+                assert isinstance(decision, DeferredResult)
+                result = ToolExecutionResult(
+                    text=decision.text, result=decision.result, is_error=decision.is_error
+                )
+            run.executions.append(ToolExecution(request, result, now, now, run.memory_id))
+            run.messages.append(ToolExecutionResultMessage.from_result(request, result))
+        if approved:
+            if turn.queue is None:
+                outcomes = await self._execute_round(approved, run, None, turn.started)
+            else:
+                async for event in self._stream_round(approved, run, turn):
+                    yield event
+                outcomes = turn.outcomes
+            self._record(run, approved, outcomes)
+            abort = next((o.abort for o in outcomes if o.abort is not None), None)
+            if abort is not None:
+                raise abort
+        if waiting:
+            turn.finished = True
+            async for event in self._pause(
+                run, response, waiting, run.rounds, turn.queue is not None
+            ):
+                yield event
+            return
+        errors = {
+            m.id: m.is_error
+            for m in run.messages[position + 1 :]
+            if isinstance(m, ToolExecutionResultMessage)
+        }
+        calls = list(ai.tool_execution_requests)
+        if self._returns_immediately(calls, [errors.get(c.id, False) for c in calls]):
+            turn.finished = True
+            yield ChatCompleted(run.result(response, immediate=True))
 
     # executing a round ----------------------------------------------------------------------
     async def _execute_round(
@@ -1079,6 +1317,19 @@ def _is_plain_sync(executor: Any) -> bool:
         and tool.supports_invoke()
         and tool.card.timeout is None
     )
+
+
+class _NotRun:
+    """The executor of a deferred tool: the loop never calls it."""
+
+    async def aexecute_with_result(self, *args: Any, **kwargs: Any) -> ToolExecutionResult:
+        raise ToolweaveError("a deferred tool is answered by the caller, not run by toolweave")
+
+    def execute_with_result(self, *args: Any, **kwargs: Any) -> ToolExecutionResult:
+        raise ToolweaveError("a deferred tool is answered by the caller, not run by toolweave")
+
+
+_NOT_RUN = _NotRun()
 
 
 class _Abort(Exception):

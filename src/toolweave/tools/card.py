@@ -97,6 +97,8 @@ class ToolCard(BaseModel):
     explicitly as True, the tool runs in parallel even with other methods of its object
     (which `ToolService` otherwise runs one at a time). `max_concurrency` bounds the calls of
     this tool running at once in a `ToolService` (e.g. a rate-limited API); None: no bound.
+    `requires_approval` (True or a per-call function) makes a `ToolService` pause before
+    running a call until the caller approves or denies it.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -114,6 +116,9 @@ class ToolCard(BaseModel):
     return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM
     timeout: float | None = None
     max_concurrency: int | None = None
+    requires_approval: Any = False
+    """True, or a function of (arguments dict, `ToolContext`) returning a bool: a call waits
+    for a human decision before it runs in a `ToolService` (docs/approvals.md)."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     properties: dict[str, Any] = Field(default_factory=dict)
 
@@ -152,6 +157,16 @@ class ToolCard(BaseModel):
     def _check_timeout(cls, v: float | None) -> float | None:
         if v is not None and v <= 0:
             raise ToolCardError(f"timeout must be positive, got {v}")
+        return v
+
+    @field_validator("requires_approval")
+    @classmethod
+    def _check_requires_approval(cls, v: Any) -> Any:
+        if not isinstance(v, bool) and not callable(v):
+            raise ToolCardError(
+                "requires_approval must be a bool or a function of (arguments, ToolContext), "
+                f"got {type(v).__name__}"
+            )
         return v
 
     @field_validator("max_concurrency")

@@ -32,6 +32,7 @@ def tool(
     idempotent: bool = False,
     timeout: float | None = None,
     max_concurrency: int | None = None,
+    requires_approval: Any = None,
     metadata: Mapping[str, Any] | None = None,
     input_params: Mapping[str, Any] | type | None = None,
     card: ToolCard | None = None,
@@ -54,6 +55,7 @@ def tool(
     idempotent: bool = False,
     timeout: float | None = None,
     max_concurrency: int | None = None,
+    requires_approval: Any = None,
     metadata: Mapping[str, Any] | None = None,
     input_params: Mapping[str, Any] | type | None = None,
     card: ToolCard | None = None,
@@ -75,6 +77,7 @@ def tool(
     idempotent: bool = False,
     timeout: float | None = None,
     max_concurrency: int | None = None,
+    requires_approval: Any = None,
     metadata: Mapping[str, Any] | None = None,
     input_params: Mapping[str, Any] | type | None = None,
     card: ToolCard | None = None,
@@ -90,7 +93,8 @@ def tool(
     function is then validated against that schema instead of its signature). With
     `auto_extract=False` the docstring is not read. `parallel_safe` and `max_concurrency` are
     the card's (see `ToolCard`): left out, a method runs one call at a time with the other
-    methods of its object in a `ToolService` round.
+    methods of its object in a `ToolService` round. `requires_approval` (True, or a function
+    of the arguments and the `ToolContext`) makes `ToolService` ask before each call runs.
     """
 
     def build(fn: Callable[..., Any]) -> LocalFunction:
@@ -127,6 +131,7 @@ def tool(
                 idempotent=idempotent,
                 timeout=timeout,
                 max_concurrency=max_concurrency,
+                requires_approval=requires_approval,
                 metadata=metadata,
             )
             # a new card (and id): the prebuilt one may be registered as it is elsewhere
@@ -141,6 +146,8 @@ def tool(
             flags["parallel_safe"] = parallel_safe
         if max_concurrency is not None:
             flags["max_concurrency"] = max_concurrency
+        if requires_approval is not None:
+            flags["requires_approval"] = requires_approval
         the_card = ToolCard(
             name=tool_name,
             description=fs.description,
@@ -175,6 +182,7 @@ def _card_overrides(
     idempotent: bool,
     timeout: float | None,
     max_concurrency: int | None,
+    requires_approval: Any,
     metadata: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
     """The fields that `@tool`'s explicit options change on a prebuilt card (openJiuwen:
@@ -190,6 +198,7 @@ def _card_overrides(
         "idempotent": True if idempotent else None,
         "timeout": timeout,
         "max_concurrency": max_concurrency,
+        "requires_approval": requires_approval,
         "metadata": {**card.metadata, **metadata} if metadata else None,
     }
     out = {k: v for k, v in given.items() if v is not None and v != getattr(card, k)}

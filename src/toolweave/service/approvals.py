@@ -1,0 +1,240 @@
+"""Human approval and deferred tool calls: what a paused conversation holds, and the
+decisions that resume it (docs/approvals.md).
+
+A call pauses the loop when its tool requires approval (`requires_approval` on the card,
+the registration or an MCP server) or is deferred (its result comes from the caller). The
+other calls of the round run as usual; then the loop stops with a `ToolChatResult` whose
+`status` is `PENDING`, whose `pending` lists the calls waiting, and whose `state` is a
+`ConversationState`: JSON-serialisable, resumed later (in another process too) by passing
+it as the conversation with `decisions={call_id: Approve() | Deny(...) | DeferredResult(...)}`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..chat.messages import AiMessage, ChatMessage, ToolExecutionResultMessage
+from ..context import ToolContext
+from ..errors import ToolweaveError
+from ..execution.requests import ToolExecutionRequest
+from ..schema.arguments import parse_arguments
+
+__all__ = [
+    "ApprovalPolicy",
+    "ApprovalRequired",
+    "Approve",
+    "ChatStatus",
+    "ConversationState",
+    "Decision",
+    "DeferredResult",
+    "Deny",
+    "InvalidConversationStateError",
+    "PendingCall",
+]
+
+ApprovalPolicy = bool | Callable[[dict[str, Any], ToolContext], Any]
+"""`requires_approval`: a bool, or a function of the call's arguments and its `ToolContext`
+returning (or awaiting to) a bool, deciding per call."""
+
+STATE_VERSION = 1
+
+
+class ChatStatus(StrEnum):
+    """Whether the loop reached an answer or stopped for calls that wait."""
+
+    COMPLETED = "completed"
+    PENDING = "pending"
+    """Some calls wait for approval or for a deferred result (`ToolChatResult.pending`)."""
+
+
+class PendingCall(BaseModel):
+    """A call waiting: `reason` is `"approval"` or `"deferred"`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    tool_name: str
+    arguments: str
+    reason: Literal["approval", "deferred"]
+
+    @property
+    def request(self) -> ToolExecutionRequest:
+        """The call as the model made it."""
+        return ToolExecutionRequest(id=self.id, name=self.tool_name, arguments=self.arguments)
+
+    def arguments_as_dict(self) -> dict[str, Any]:
+        """The arguments parsed (repaired like any arguments; `{}` when they cannot be)."""
+        try:
+            value = parse_arguments(self.arguments, tool_name=self.tool_name)
+        except ToolweaveError:
+            return {}
+        return value if isinstance(value, dict) else {}
+
+
+class InvalidConversationStateError(ToolweaveError, ValueError):
+    """A `ConversationState` that does not match its own history (stale or tampered), or a
+    decision for a call that is not pending."""
+
+
+class ConversationState(BaseModel):
+    """A paused conversation: the history so far, the calls waiting and the tool rounds
+    used. Serialise with `to_json()` and restore with `ConversationState.from_json(text)`;
+    a later process with the same tools registered can resume it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    version: int = STATE_VERSION
+    messages: tuple[ChatMessage, ...]
+    pending: tuple[PendingCall, ...]
+    rounds: int = Field(ge=0)
+    """Tool rounds already used (the round-trip limit holds across a pause)."""
+
+    def to_json(self) -> str:
+        """The state as JSON text."""
+        return self.model_dump_json()
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> ConversationState:
+        """Restore a state; one that does not match its history is an
+        `InvalidConversationStateError`."""
+        try:
+            state = cls.model_validate_json(text)
+        except ValueError as e:
+            raise InvalidConversationStateError(f"not a conversation state: {e}") from None
+        state.check()
+        return state
+
+    def check(self) -> None:
+        """Raise `InvalidConversationStateError` unless every pending call is a call of the
+        last model turn (same id, tool and arguments) that has no result yet."""
+        if self.version != STATE_VERSION:
+            raise InvalidConversationStateError(
+                f"conversation state version {self.version} is not supported "
+                f"(this toolweave writes version {STATE_VERSION})"
+            )
+        if not self.pending:
+            raise InvalidConversationStateError("the conversation state has no pending calls")
+        last = next(
+            (
+                (i, m)
+                for i, m in reversed(list(enumerate(self.messages)))
+                if isinstance(m, AiMessage)
+            ),
+            None,
+        )
+        if last is None:
+            raise InvalidConversationStateError("the conversation state has no model turn")
+        position, turn = last
+        calls = {c.id: c for c in turn.tool_execution_requests}
+        answered = {
+            m.id for m in self.messages[position + 1 :] if isinstance(m, ToolExecutionResultMessage)
+        }
+        for pending in self.pending:
+            call = calls.get(pending.id)
+            if (
+                call is None
+                or call.name != pending.tool_name
+                or call.arguments != pending.arguments
+            ):
+                raise InvalidConversationStateError(
+                    f"pending call {pending.id!r} ({pending.tool_name}) does not match the last "
+                    "model turn of the history: the state is stale or was changed"
+                )
+            if pending.id in answered:
+                raise InvalidConversationStateError(
+                    f"pending call {pending.id!r} already has a result in the history"
+                )
+        unanswered = set(calls) - answered - {p.id for p in self.pending}
+        if unanswered:
+            raise InvalidConversationStateError(
+                f"calls {sorted(unanswered)} of the last model turn have neither a result nor "
+                "a pending entry: the state is stale or was changed"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class Approve:
+    """Run the call; with `arguments` (a dict or JSON text), run it with these instead
+    (validated again, like the model's own)."""
+
+    arguments: Mapping[str, Any] | str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Deny:
+    """Do not run the call; the model sees `message` as the call's (error) result."""
+
+    message: str = "The user did not approve this tool call."
+
+
+@dataclass(frozen=True, slots=True)
+class DeferredResult:
+    """The result of a deferred call, produced by the caller: `text` for the model, `result`
+    the raw value (kept in `ToolExecution`), `is_error` when it failed."""
+
+    text: str
+    result: Any = None
+    is_error: bool = False
+
+
+Decision = Approve | Deny | DeferredResult
+"""What the caller decided for one pending call."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequired:
+    """The stream's event when the loop stops for pending calls (a `ChatCompleted` whose
+    result has status `PENDING` follows, and the stream ends)."""
+
+    pending: tuple[PendingCall, ...]
+    state: ConversationState
+
+
+async def needs_approval(
+    policy: ApprovalPolicy | None, call: ToolExecutionRequest, context: ToolContext
+) -> bool:
+    """Whether `call` must wait for approval under `policy` (a failing or unparsable policy
+    check asks for approval: when in doubt, a human decides)."""
+    if policy is None or policy is False:
+        return False
+    if policy is True:
+        return True
+    try:
+        arguments = parse_arguments(call.arguments, tool_name=call.name)
+        decided = policy(arguments if isinstance(arguments, dict) else {}, context)
+        if inspect.isawaitable(decided):
+            decided = await decided
+    except Exception:
+        return True
+    return bool(decided)
+
+
+def check_decisions(state: ConversationState, decisions: Mapping[str, Decision]) -> None:
+    """Every decision names a pending call and fits its kind."""
+    pending = {p.id: p for p in state.pending}
+    for call_id, decision in decisions.items():
+        call = pending.get(call_id)
+        if call is None:
+            raise InvalidConversationStateError(
+                f"a decision for {call_id!r}, which is not a pending call "
+                f"(pending: {', '.join(pending) or 'none'})"
+            )
+        if not isinstance(decision, Approve | Deny | DeferredResult):
+            raise TypeError(
+                f"the decision for {call_id!r} is a {type(decision).__name__}: use Approve, "
+                "Deny or DeferredResult"
+            )
+        if call.reason == "deferred" and isinstance(decision, Approve):
+            raise InvalidConversationStateError(
+                f"{call_id!r} is a deferred call: answer it with DeferredResult (or Deny)"
+            )
+        if call.reason == "approval" and isinstance(decision, DeferredResult):
+            raise InvalidConversationStateError(
+                f"{call_id!r} waits for approval: answer it with Approve or Deny"
+            )
