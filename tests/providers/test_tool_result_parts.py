@@ -5,6 +5,12 @@ says, in shapes the official SDK types accept."""
 from __future__ import annotations
 
 import base64
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -69,10 +75,14 @@ def _tools() -> list[LocalFunction]:
     return [make(n) for n in NAMES]
 
 
-def _openai_turns() -> list[dict[str, Any]]:
+Calls = list[tuple[str, str]]
+ALL: Calls = [(n, "{}") for n in NAMES]
+
+
+def _openai_turns(wanted: Calls = ALL) -> list[dict[str, Any]]:
     calls = [
-        {"id": f"c_{n}", "type": "function", "function": {"name": n, "arguments": "{}"}}
-        for n in NAMES
+        {"id": f"c_{n}", "type": "function", "function": {"name": n, "arguments": a}}
+        for n, a in wanted
     ]
     first = {"role": "assistant", "content": None, "tool_calls": calls}
     return [
@@ -91,7 +101,7 @@ def _chat_completion(message: dict[str, Any], reason: str) -> dict[str, Any]:
     }
 
 
-def _anthropic_turns() -> list[dict[str, Any]]:
+def _anthropic_turns(wanted: Calls = ALL) -> list[dict[str, Any]]:
     def message(content: list[dict[str, Any]], reason: str) -> dict[str, Any]:
         return {
             "json": {
@@ -106,11 +116,14 @@ def _anthropic_turns() -> list[dict[str, Any]]:
             }
         }
 
-    uses = [{"type": "tool_use", "id": f"toolu_{n}", "name": n, "input": {}} for n in NAMES]
+    uses = [
+        {"type": "tool_use", "id": f"toolu_{n}", "name": n, "input": json.loads(a)}
+        for n, a in wanted
+    ]
     return [message(uses, "tool_use"), message([{"type": "text", "text": "done"}], "end_turn")]
 
 
-def _gemini_turns() -> list[dict[str, Any]]:
+def _gemini_turns(wanted: Calls = ALL) -> list[dict[str, Any]]:
     def answer(parts: list[dict[str, Any]]) -> dict[str, Any]:
         return {
             "json": {
@@ -120,12 +133,14 @@ def _gemini_turns() -> list[dict[str, Any]]:
             }
         }
 
-    calls = [{"functionCall": {"name": n, "args": {}, "id": f"fc_{n}"}} for n in NAMES]
+    calls = [
+        {"functionCall": {"name": n, "args": json.loads(a), "id": f"fc_{n}"}} for n, a in wanted
+    ]
     return [answer(calls), answer([{"text": "done"}])]
 
 
-def _responses_turns() -> list[dict[str, Any]]:
-    calls = [_call(f"call_{n}", n, "{}", f"fc_{n}") for n in NAMES]
+def _responses_turns(wanted: Calls = ALL) -> list[dict[str, Any]]:
+    calls = [_call(f"call_{n}", n, a, f"fc_{n}") for n, a in wanted]
     return [{"json": _response(calls)}, {"json": _response([_message("done")])}]
 
 
@@ -320,3 +335,101 @@ def test_openai_responses(server: ProviderServer) -> None:
     assert audio["type"] == "input_text" and "not shown" in audio["text"]
     assert outputs["text_file"][0]["text"].endswith(f"]\n{NOTES}")
     assert outputs["structured"] == '{"temp":21}'
+
+
+# a real MCP server from npm ---------------------------------------------------------------
+EVERYTHING = "@modelcontextprotocol/server-everything"
+EVERYTHING_VERSION = "2026.8.31"
+EVERYTHING_PIN = f"{EVERYTHING}@{EVERYTHING_VERSION}"
+EVERYTHING_CALLS: Calls = [
+    ("get-tiny-image", "{}"),
+    ("get-resource-links", '{"count": 2}'),
+    ("get-resource-reference", '{"resourceType": "Text", "resourceId": 1}'),
+    ("get-annotated-message", '{"messageType": "error", "includeImage": true}'),
+    ("get-structured-content", '{"location": "Chicago"}'),
+]
+
+
+@pytest.fixture(scope="module")
+def everything_script() -> Path:
+    """server-everything installed (pinned) into toolweave's cache, not vendored."""
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("npm is not installed")
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "toolweave"
+    prefix = cache / f"npm-server-everything-{EVERYTHING_VERSION}"
+    script = prefix / "node_modules" / EVERYTHING / "dist" / "index.js"
+    if not script.exists():
+        subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix), EVERYTHING_PIN],
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
+    return script
+
+
+@pytest.fixture
+def everything_tools(everything_script: Path) -> Iterator[list[Any]]:
+    from toolweave.mcp import McpClient, McpServerConfig
+
+    config = McpServerConfig(
+        server_name="everything",
+        client_type="stdio",
+        params={"command": shutil.which("node") or "node", "args": [str(everything_script)]},
+        connect_timeout=60.0,
+    )
+    with McpClient.connect_sync(config) as client:
+        yield client.list_tools()
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini", "responses"])
+def test_server_everything_through_every_provider(
+    server: ProviderServer, everything_tools: list[Any], provider: str
+) -> None:
+    by_name = {t.card.tool_name_on_server: t for t in everything_tools}
+    wanted: Calls = [(by_name[n].name, a) for n, a in EVERYTHING_CALLS]
+    model, turns, check = {
+        "openai": (
+            OpenAIChatModel("gpt-4o", api_key=SECRET, base_url=f"{server.url}/v1"),
+            _openai_turns,
+            check_openai_request,
+        ),
+        "anthropic": (
+            AnthropicChatModel("claude-sonnet-4-5", api_key=SECRET, base_url=server.url),
+            _anthropic_turns,
+            check_anthropic_request,
+        ),
+        "gemini": (
+            GeminiChatModel("gemini-3-pro-preview", api_key=SECRET, base_url=server.url),
+            _gemini_turns,
+            check_gemini_request,
+        ),
+        "responses": (
+            OpenAIResponsesChatModel("gpt-5-mini", api_key=SECRET, base_url=f"{server.url}/v1"),
+            _responses_turns,
+            check_responses_request,
+        ),
+    }[provider]
+    server.enqueue(*turns(wanted))
+    no_sleep(model)
+    with model:
+        result = ToolService().tools(everything_tools).chat(model, None, [UserMessage("go")])
+    assert result.text == "done"
+    executions = result.tool_executions
+    assert not any(e.has_failed for e in executions), [e.result_text for e in executions]
+    kinds = {e.request.name: [p.type for p in e.contents] for e in executions}
+    assert "image" in kinds[by_name["get-tiny-image"].name]
+    assert "resource_link" in kinds[by_name["get-resource-links"].name]
+    assert "resource" in kinds[by_name["get-resource-reference"].name]
+    annotated = next(
+        e for e in executions if e.request.name == by_name["get-annotated-message"].name
+    )
+    assert any(p.annotations is not None for p in annotated.contents)
+    structured = next(
+        e for e in executions if e.request.name == by_name["get-structured-content"].name
+    )
+    assert structured.structured["temperature"] is not None
+    body = server.bodies[1]
+    assert isinstance(body, dict)
+    check(body)
