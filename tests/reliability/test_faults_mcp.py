@@ -21,7 +21,7 @@ import pytest
 
 from toolweave import AiMessage, ScriptedChatModel, ToolExecutionRequest, ToolService
 from toolweave.errors import ErrorCode, McpError
-from toolweave.mcp import McpClient, McpServerConfig
+from toolweave.mcp import McpClient, McpServerConfig, McpTimeoutError, SyncMcpClient
 from toolweave.service.handlers import RETHROW
 
 from .invariants import (
@@ -102,6 +102,35 @@ async def guard() -> AsyncIterator[LeakGuard]:
 
 
 # connect faults ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("face", ["async", "sync"])
+async def test_a_silent_tools_list_is_bounded_by_call_timeout(
+    log: Path, guard: LeakGuard, face: str
+) -> None:
+    # The SDK's list_tools has no timer: the caller-side guard used to be the bound
+    # (connect_timeout + call_timeout + 10 s of grace: 31 s here for a 1 s call timeout).
+    cfg = _config(log, "silent-list")
+
+    def sync_list() -> tuple[float, BaseException]:
+        with SyncMcpClient(cfg) as client:
+            client.connect()
+            with Timer() as t, pytest.raises(McpTimeoutError) as info:
+                client.list_tools()
+        return t.elapsed, info.value
+
+    if face == "sync":
+        elapsed, error = await asyncio.to_thread(sync_list)
+    else:
+        async with McpClient(cfg) as client:
+            await client.connect()
+            with Timer() as t, pytest.raises(McpTimeoutError) as info:
+                await client.list_tools()
+        elapsed, error = t.elapsed, info.value
+    assert isinstance(error, McpTimeoutError) and error.code == ErrorCode.MCP_TIMEOUT
+    assert f"tools/list did not finish within {CALL_TIMEOUT:g} s" in error.message
+    assert elapsed < elapsed_bound(attempts=1, per_attempt=CALL_TIMEOUT)
+    assert [m["method"] for m in _received(log)].count("tools/list") == 1
+
+
 @pytest.mark.parametrize("mode", ["crash-at-start", "crash-after-init"])
 async def test_server_crashing_at_start_is_a_connection_error(
     log: Path, guard: LeakGuard, mode: str

@@ -1,7 +1,8 @@
 """A hand-written stdio MCP server (raw JSON-RPC lines) that misbehaves on demand.
 
 ``python fault_mcp_server.py [MODE]``; MODE ``crash-at-start`` exits before reading anything,
-``crash-after-init`` exits right after answering ``initialize``; otherwise it serves.
+``crash-after-init`` exits right after answering ``initialize``; ``silent-list`` never
+answers ``tools/list``; otherwise it serves.
 
 Every message received is appended as one JSON line to the file named by
 ``FAULT_MCP_LOG`` (so tests count calls and see ``notifications/cancelled``). Tools:
@@ -107,6 +108,8 @@ def main(mode: str) -> None:
             if mode == "crash-after-init":
                 os._exit(6)
         elif method == "tools/list":
+            if mode == "silent-list":
+                continue
             _send({"jsonrpc": "2.0", "id": msg_id, "result": {"tools": [_tool(n) for n in TOOLS]}})
         elif method == "tools/call":
             params = message.get("params") or {}

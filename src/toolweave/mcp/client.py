@@ -369,6 +369,24 @@ class _Core:
         )
 
     async def _do_list_tools(self) -> list[mcp_types.Tool]:
+        # The SDK's list_tools has no timer of its own: connecting is bounded by
+        # connect_timeout, and the listing (every page, a reconnect included) by call_timeout.
+        timeout = self.config.call_timeout
+        await self._do_connection()
+        if timeout is None:
+            return await self._list_pages()
+        try:
+            async with asyncio.timeout(timeout):
+                return await self._list_pages()
+        except McpError:
+            raise
+        except TimeoutError:
+            raise McpTimeoutError(
+                f"{self.config.describe()}: tools/list did not finish within {timeout:g} s",
+                code=ErrorCode.MCP_TIMEOUT,
+            ) from None
+
+    async def _list_pages(self) -> list[mcp_types.Tool]:
         for attempt in range(2):
             conn = await self._do_connection()
             assert conn.client is not None
