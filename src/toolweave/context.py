@@ -1,16 +1,85 @@
-"""The per-call context a tool can ask for by declaring a `ToolContext` parameter."""
+"""The per-call context a tool can ask for by declaring a `ToolContext` parameter.
+
+Besides describing the call, a `ToolContext` is the tool's way back to whoever called it:
+progress reports, log messages, and (when the caller can) sampling and elicitation. These go
+to the `ToolChannel` in force for the call — set by `serve_mcp` for a tool served over MCP
+(progress and log notifications, ``sampling/createMessage``, ``elicitation/create``), by
+`ToolService` for a streamed call — and are no-ops (progress, logs) or a
+`ToolNotSupportedError` (sampling, elicitation) when there is none.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import contextvars
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
-__all__ = ["ToolContext"]
+__all__ = ["ElicitationResult", "ToolChannel", "ToolContext", "use_tool_channel"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class ElicitationResult:
+    """The user's answer to an elicitation: `action` is ``"accept"`` (with `content`),
+    ``"decline"`` or ``"cancel"``."""
+
+    action: str
+    content: dict[str, Any] | None = None
+
+
+class ToolChannel(Protocol):
+    """Where a running tool's progress, logs and questions go (see the module docstring)."""
+
+    loop: asyncio.AbstractEventLoop | None
+    """The loop the channel's coroutines run on (for the sync faces of `ToolContext`)."""
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """Report progress."""
+        ...
+
+    async def log(self, level: str, data: Any, logger: str | None) -> None:
+        """Send a log message (syslog levels: debug, info, notice, warning, error, ...)."""
+        ...
+
+    async def sample(self, messages: Any, **params: Any) -> str:
+        """Ask the caller's model; the answer's text."""
+        ...
+
+    async def elicit(self, message: str, schema: dict[str, Any]) -> ElicitationResult:
+        """Ask the caller's user to fill `schema` (a flat JSON object schema)."""
+        ...
+
+
+_CHANNEL: contextvars.ContextVar[ToolChannel | None] = contextvars.ContextVar(
+    "toolweave_tool_channel", default=None
+)
+
+
+@contextlib.contextmanager
+def use_tool_channel(channel: ToolChannel | None) -> Iterator[None]:
+    """Make `channel` the one tools called inside this block report to."""
+    token = _CHANNEL.set(channel)
+    try:
+        yield
+    finally:
+        _CHANNEL.reset(token)
+
+
+def _not_supported(what: str) -> Exception:
+    from .errors import ToolNotSupportedError
+
+    return ToolNotSupportedError(
+        f"{what} is not available: the tool was not called by a client that offers it"
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """What a tool knows about the call it is serving.
+    """What a tool knows about the call it is serving, and its way back to the caller.
 
     A tool parameter annotated with `ToolContext` is hidden from the model's schema and
     filled in at call time.
@@ -27,3 +96,92 @@ class ToolContext:
     """The callback framework in force for this call."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Anything else the caller attached."""
+
+    # the way back -------------------------------------------------------------------------------
+    @property
+    def channel(self) -> ToolChannel | None:
+        """The channel in force for this call, if any."""
+        return _CHANNEL.get()
+
+    async def areport_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Report progress (``progress`` of ``total``); a no-op without a channel."""
+        channel = _CHANNEL.get()
+        if channel is not None:
+            await channel.progress(progress, total, message)
+
+    async def alog(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send a log message to the caller; a no-op without a channel."""
+        channel = _CHANNEL.get()
+        if channel is not None:
+            await channel.log(level, data, logger)
+
+    async def asample(self, messages: Any, **params: Any) -> str:
+        """Ask the caller's model (MCP sampling): `messages` is a text or a list of texts /
+        ``{"role", "content"}`` dicts; `params` are ``max_tokens`` (default 1000),
+        ``system_prompt``, ``temperature`` ...; returns the answer's text."""
+        channel = _CHANNEL.get()
+        if channel is None:
+            raise _not_supported("sampling")
+        return await channel.sample(messages, **params)
+
+    async def aelicit(self, message: str, schema: dict[str, Any]) -> ElicitationResult:
+        """Ask the caller's user to fill a form (MCP elicitation)."""
+        channel = _CHANNEL.get()
+        if channel is None:
+            raise _not_supported("elicitation")
+        return await channel.elicit(message, schema)
+
+    # sync faces, for sync tools (which run on a worker thread) ---------------------------------
+    def _run(self, coro: Coroutine[Any, Any, T], *, wait: bool) -> T | None:
+        channel = _CHANNEL.get()
+        loop = channel.loop if channel is not None else None
+        if loop is None or loop.is_closed():
+            if not wait:
+                coro.close()
+                return None
+            return _run_here(coro)
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:  # on the channel's own loop: cannot block it
+            if wait:
+                coro.close()
+                raise RuntimeError("on the event loop, use the async method (asample, aelicit)")
+            loop.create_task(coro)
+            return None
+        return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """`areport_progress` for sync tools."""
+        self._run(self.areport_progress(progress, total, message), wait=False)
+
+    def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """`alog` for sync tools."""
+        self._run(self.alog(level, data, logger), wait=False)
+
+    def sample(self, messages: Any, **params: Any) -> str:
+        """`asample` for sync tools."""
+        out = self._run(self.asample(messages, **params), wait=True)
+        assert out is not None
+        return out
+
+    def elicit(self, message: str, schema: dict[str, Any]) -> ElicitationResult:
+        """`aelicit` for sync tools."""
+        out = self._run(self.aelicit(message, schema), wait=True)
+        assert out is not None
+        return out
+
+
+def _run_here(coro: Coroutine[Any, Any, T]) -> T:
+    """Drive a coroutine that needs no loop (it fails at once: there is no channel)."""
+    try:
+        coro.send(None)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+    coro.close()
+    raise RuntimeError("a channel without a loop cannot be used from a sync tool")

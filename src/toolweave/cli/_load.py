@@ -13,7 +13,7 @@ from typing import Any
 
 from ..tools import Tool, tool, tools_from
 
-__all__ = ["CliError", "load_object", "load_tools"]
+__all__ = ["CliError", "load_object", "load_tools", "loaded_module"]
 
 
 class CliError(Exception):
@@ -49,6 +49,16 @@ def _import_module(spec: str) -> ModuleType:
         raise CliError(f"importing {spec!r} failed: {e}") from e
     except Exception as e:
         raise CliError(f"importing {spec!r} failed: {type(e).__name__}: {e}") from e
+
+
+def loaded_module(target: str) -> ModuleType | None:
+    """The module `load_object(target)` imported, when `target` names a whole module (no
+    OBJECT); None otherwise. Does not import anything again."""
+    if ":" in target:
+        return None
+    if target.endswith(".py") or os.sep in target or "/" in target:
+        return sys.modules.get(f"_toolweave_cli_{Path(target).stem}")
+    return sys.modules.get(target)
 
 
 def load_object(target: str) -> Any:

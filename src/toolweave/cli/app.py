@@ -24,7 +24,7 @@ from ..execution import DefaultToolExecutor, ToolExecutionRequest
 from ..providers.constrained import ConstrainedToolCalling
 from ..service import ToolService
 from ..tools import Tool
-from ._load import CliError, load_tools
+from ._load import CliError, load_tools, loaded_module
 from ._models import open_model, pick_provider
 from ._render import render_stream, result_display
 
@@ -269,15 +269,19 @@ def mcp_serve(
         loaded = load_tools(tools)
         try:
             from ..mcp import serve_mcp
+            from ..mcp.features import features_in
         except ImportError as e:
             raise CliError(str(e)) from None
+        # resources, prompts and completions defined in the module are served too
+        module = loaded_module(tools)
+        features = features_in(vars(module).values()) if module is not None else []
         wire = "streamable-http" if transport is Transport.http else transport.value
         if transport is not Transport.stdio:
             where = path or ("/mcp" if transport is Transport.http else "/sse")
             shown = f"[{host}]" if ":" in host else host
             err.print(f"[dim]MCP server {name!r} on http://{shown}:{port}{where} ({wire})[/]")
         with contextlib.suppress(KeyboardInterrupt):
-            serve_mcp(loaded, wire, host=host, port=port, path=path, name=name)  # type: ignore[arg-type]
+            serve_mcp(loaded, wire, host=host, port=port, path=path, name=name, features=features)  # type: ignore[arg-type]
 
 
 @app.command()

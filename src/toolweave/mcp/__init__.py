@@ -19,12 +19,16 @@ from .config import (
     mcp_model_tool_prefix,
     sanitize_tool_name,
 )
+from .features import McpCompletion, McpPrompt, McpResource, completion, prompt, resource
 from .server import McpTransport, build_mcp_server, serve_mcp, serve_mcp_async
 from .tool import McpTool, McpToolCard, mcp_result_to_value
 
 __all__ = [
     "McpClient",
     "McpClientType",
+    "McpCompletion",
+    "McpPrompt",
+    "McpResource",
     "McpServerConfig",
     "McpTimeoutError",
     "McpTool",
@@ -32,9 +36,12 @@ __all__ = [
     "McpTransport",
     "SyncMcpClient",
     "build_mcp_server",
+    "completion",
     "mcp_model_tool_name",
     "mcp_model_tool_prefix",
     "mcp_result_to_value",
+    "prompt",
+    "resource",
     "sanitize_tool_name",
     "serve_mcp",
     "serve_mcp_async",

@@ -6,22 +6,37 @@ Built on the SDK's low-level `Server`, so each tool's card schema is served verb
 failure — bad arguments, an exception in the tool, a timeout — is returned as an
 ``isError`` result carrying the error's message (an unknown tool name is a JSON-RPC error,
 as the MCP specification asks).
+
+Typed returns (a pydantic model, a dataclass, a TypedDict or ``dict``) publish an
+``outputSchema`` and return ``structuredContent`` next to the text. A served tool reaches its
+client through `ToolContext` (progress, logs, sampling, elicitation; see `_ServerChannel`).
+Resources, resource templates, prompts and completions (`features.py`) are served alongside.
+A tool may also return the SDK's content blocks (or a whole ``CallToolResult``), which are
+sent as they are.
 """
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import dataclasses
 import json
 import logging
+import typing
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 import anyio
 import mcp_types
+import pydantic
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
+from mcp.shared.uri_template import UriTemplate
 
 from .. import __version__
-from ..errors import ToolCardError
+from ..context import ElicitationResult, use_tool_channel
+from ..errors import McpError, ToolCardError, ToolNotSupportedError
 from ..execution.content import (
     AudioContent,
     EmbeddedResource,
@@ -34,6 +49,7 @@ from ..execution.executor import DefaultToolExecutor, error_text
 from ..execution.requests import ToolExecutionRequest
 from ..execution.results import ToolExecutionResult
 from ..tools.base import Tool
+from .features import Feature, McpCompletion, McpPrompt, McpResource
 
 __all__ = ["McpTransport", "build_mcp_server", "serve_mcp", "serve_mcp_async"]
 
@@ -71,7 +87,58 @@ def _annotations(tool: Tool) -> mcp_types.ToolAnnotations | None:
     return mcp_types.ToolAnnotations(**hints) if hints else None
 
 
-def _mcp_tool(tool: Tool) -> mcp_types.Tool:
+def _is_object_type(tp: Any) -> bool:
+    origin = typing.get_origin(tp) or tp
+    if isinstance(origin, type):
+        if issubclass(origin, pydantic.BaseModel) or dataclasses.is_dataclass(origin):
+            return True
+        if typing.is_typeddict(origin):
+            return True
+        return issubclass(origin, Mapping)
+    return False
+
+
+class _Output:
+    """A tool's published ``outputSchema`` and how to turn its value into structured content."""
+
+    def __init__(self, tool: Tool) -> None:
+        self.schema: dict[str, Any] | None = None
+        self._adapter: pydantic.TypeAdapter[Any] | None = None
+        # Only a function's annotation: a re-served McpTool's upstream outputSchema is not
+        # published, as its value (text) cannot fill structuredContent.
+        func = getattr(tool, "func", None)
+        if func is None:
+            return
+        try:
+            ret = typing.get_type_hints(func).get("return")
+        except Exception:  # unresolvable annotations: no schema
+            return
+        if ret is None or not _is_object_type(ret):
+            return
+        try:
+            adapter: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(ret)
+            schema = adapter.json_schema(mode="serialization")
+        except Exception as e:  # a type pydantic cannot describe
+            log.debug("no outputSchema for %s: %s", tool.card.name, e)
+            return
+        if schema.get("type") == "object":
+            self.schema, self._adapter = schema, adapter
+
+    def structured(self, value: Any) -> dict[str, Any] | None:
+        if self.schema is None:
+            return None
+        if isinstance(value, Mapping) and self._adapter is None:
+            return dict(value)
+        if self._adapter is None:
+            return None
+        try:
+            out = self._adapter.dump_python(value, mode="json")
+        except Exception:  # the function returned something else than it declared
+            return None
+        return out if isinstance(out, dict) else None
+
+
+def _mcp_tool(tool: Tool, output: _Output) -> mcp_types.Tool:
     card = tool.card
     schema = dict(card.input_params) if card.input_params else {}
     schema.setdefault("type", "object")
@@ -79,11 +146,26 @@ def _mcp_tool(tool: Tool) -> mcp_types.Tool:
         name=card.name,
         description=card.description or None,
         input_schema=schema,
+        output_schema=output.schema,
         annotations=_annotations(tool),
     )
 
 
+_MCP_BLOCKS = (
+    mcp_types.TextContent,
+    mcp_types.ImageContent,
+    mcp_types.AudioContent,
+    mcp_types.ResourceLink,
+    mcp_types.EmbeddedResource,
+)
+
+
 def _content(result: ToolExecutionResult) -> list[Any]:
+    raw = result.result
+    if isinstance(raw, _MCP_BLOCKS):
+        return [raw]
+    if isinstance(raw, (list, tuple)) and raw and all(isinstance(b, _MCP_BLOCKS) for b in raw):
+        return list(raw)
     if not result.contents:
         return [mcp_types.TextContent(type="text", text=result.result_text())]
     out = [block for block in map(_block, result.contents) if block is not None]
@@ -91,7 +173,10 @@ def _content(result: ToolExecutionResult) -> list[Any]:
 
 
 def _block(part: Any) -> Any:
-    """One content part as an MCP content block, annotations kept (None for empty text)."""
+    """One content part (or an SDK block, kept as it is) as an MCP content block, annotations
+    kept (None for empty text)."""
+    if isinstance(part, _MCP_BLOCKS):
+        return part
     notes = (
         mcp_types.Annotations.model_validate(part.annotations.model_dump(exclude_none=True))
         if part.annotations is not None
@@ -147,6 +232,261 @@ def _block(part: Any) -> Any:
     )
 
 
+_LEVEL_KEY = "toolweave.log_level"
+
+
+def _connection_state(ctx: Any) -> dict[str, Any]:
+    """The connection's scratch state (the session object is per request; the SDK offers
+    the connection's `state` to handlers only through it)."""
+    state = getattr(getattr(ctx.session, "_connection", None), "state", None)
+    return state if isinstance(state, dict) else {}
+
+
+_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+class _ServerChannel:
+    """The `ToolChannel` of a tool served over MCP: `ToolContext` calls become progress and
+    log notifications and sampling / elicitation requests to the client of this call."""
+
+    def __init__(self, ctx: Any) -> None:
+        self.ctx = ctx
+        self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        await self.ctx.session.report_progress(progress, total, message)
+
+    async def log(self, level: str, data: Any, logger: str | None) -> None:
+        level = level.lower()
+        if level not in _LEVELS:
+            level = "info"
+        threshold = _connection_state(self.ctx).get(_LEVEL_KEY, "debug")
+        if _LEVELS.index(level) < _LEVELS.index(threshold):
+            return
+        with warnings.catch_warnings():  # deprecated for 2026-07-28, still the way for 2025
+            warnings.simplefilter("ignore")
+            await self.ctx.session.send_log_message(
+                level, data, logger, related_request_id=self.ctx.request_id
+            )
+
+    def _require(self, what: str, capability: mcp_types.ClientCapabilities) -> None:
+        if not self.ctx.session.check_client_capability(capability):
+            raise ToolNotSupportedError(
+                f"{what} is not available: the MCP client does not offer it"
+            )
+
+    async def sample(self, messages: Any, **params: Any) -> str:
+        self._require(
+            "sampling", mcp_types.ClientCapabilities(sampling=mcp_types.SamplingCapability())
+        )
+        params.setdefault("max_tokens", 1000)
+        try:
+            with warnings.catch_warnings():  # deprecated for 2026-07-28, the way for 2025
+                warnings.simplefilter("ignore")
+                result = await self.ctx.session.create_message(
+                    _sampling_messages(messages), related_request_id=self.ctx.request_id, **params
+                )
+        except MCPError as e:
+            raise McpError(f"sampling failed: {e.message}", cause=e) from e
+        blocks = result.content if isinstance(result.content, list) else [result.content]
+        return "".join(getattr(b, "text", "") for b in blocks)
+
+    async def elicit(self, message: str, schema: dict[str, Any]) -> ElicitationResult:
+        self._require(
+            "elicitation",
+            mcp_types.ClientCapabilities(elicitation=mcp_types.ElicitationCapability()),
+        )
+        try:
+            result = await self.ctx.session.elicit_form(
+                message, schema, related_request_id=self.ctx.request_id
+            )
+        except MCPError as e:
+            raise McpError(f"elicitation failed: {e.message}", cause=e) from e
+        content = dict(result.content) if result.content is not None else None
+        return ElicitationResult(action=result.action, content=content)
+
+
+def _sampling_messages(messages: Any) -> list[mcp_types.SamplingMessage]:
+    items = [messages] if isinstance(messages, (str, Mapping)) else list(messages)
+    out: list[mcp_types.SamplingMessage] = []
+    for m in items:
+        if isinstance(m, mcp_types.SamplingMessage):
+            out.append(m)
+            continue
+        role, content = ("user", m) if isinstance(m, str) else (m["role"], m["content"])
+        block = (
+            mcp_types.TextContent(type="text", text=content)
+            if isinstance(content, str)
+            else _block(content)
+        )
+        out.append(mcp_types.SamplingMessage(role=role, content=block))
+    return out
+
+
+# resources and prompts ------------------------------------------------------------------------
+def _resource_contents(uri: str, mime: str | None, value: Any) -> list[Any]:
+    if isinstance(value, (mcp_types.TextResourceContents, mcp_types.BlobResourceContents)):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [c for v in value for c in _resource_contents(uri, mime, v)]
+    if isinstance(value, (bytes, bytearray)):
+        blob = base64.b64encode(bytes(value)).decode("ascii")
+        return [
+            mcp_types.BlobResourceContents(
+                uri=uri, mime_type=mime or "application/octet-stream", blob=blob
+            )
+        ]
+    if isinstance(value, str):
+        return [mcp_types.TextResourceContents(uri=uri, mime_type=mime or "text/plain", text=value)]
+    from ..execution.text import result_to_text
+
+    return [
+        mcp_types.TextResourceContents(
+            uri=uri, mime_type=mime or "application/json", text=result_to_text(value)
+        )
+    ]
+
+
+def _prompt_messages(value: Any) -> list[mcp_types.PromptMessage]:
+    items = [value] if isinstance(value, (str, Mapping)) else list(value or [])
+    out: list[mcp_types.PromptMessage] = []
+    for m in items:
+        if isinstance(m, mcp_types.PromptMessage):
+            out.append(m)
+            continue
+        role, content = ("user", m) if isinstance(m, str) else (m["role"], m["content"])
+        block = (
+            mcp_types.TextContent(type="text", text=content)
+            if isinstance(content, str)
+            else _block(content)
+        )
+        if block is None:
+            raise ToolCardError(f"a prompt message's content {content!r} is not a content part")
+        out.append(mcp_types.PromptMessage(role=role, content=block))
+    return out
+
+
+class _Features:
+    """The request handlers of resources, prompts and completions."""
+
+    def __init__(self, features: Iterable[Feature]) -> None:
+        self.resources: dict[str, McpResource] = {}
+        self.templates: list[tuple[UriTemplate, McpResource]] = []
+        self.prompts: dict[str, McpPrompt] = {}
+        self.completions: dict[tuple[str, str], McpCompletion] = {}
+        for f in features:
+            if isinstance(f, McpResource):
+                if f.is_template:
+                    self.templates.append((UriTemplate.parse(f.uri), f))
+                else:
+                    self.resources[f.uri] = f
+            elif isinstance(f, McpPrompt):
+                self.prompts[f.name] = f
+            elif isinstance(f, McpCompletion):
+                self.completions[(f.ref, f.argument)] = f
+            else:
+                raise TypeError(f"not a resource, prompt or completion: {f!r}")
+
+    async def list_resources(self, ctx: Any, params: Any) -> mcp_types.ListResourcesResult:
+        return mcp_types.ListResourcesResult(
+            resources=[
+                mcp_types.Resource(
+                    uri=r.uri,
+                    name=r.name,
+                    title=r.title,
+                    description=r.description,
+                    mime_type=r.mime_type,
+                )
+                for r in self.resources.values()
+            ]
+        )
+
+    async def list_templates(self, ctx: Any, params: Any) -> mcp_types.ListResourceTemplatesResult:
+        return mcp_types.ListResourceTemplatesResult(
+            resource_templates=[
+                mcp_types.ResourceTemplate(
+                    uri_template=r.uri,
+                    name=r.name,
+                    title=r.title,
+                    description=r.description,
+                    mime_type=r.mime_type,
+                )
+                for _, r in self.templates
+            ]
+        )
+
+    async def read_resource(
+        self, ctx: Any, params: mcp_types.ReadResourceRequestParams
+    ) -> mcp_types.ReadResourceResult:
+        uri = str(params.uri)
+        found = self.resources.get(uri)
+        variables: dict[str, Any] = {}
+        if found is None:
+            for template, candidate in self.templates:
+                match = template.match(uri)
+                if match is not None:
+                    found, variables = candidate, dict(match)
+                    break
+        if found is None:
+            raise MCPError(-32002, f"Resource not found: {uri}")
+        value = await found.read(**variables)
+        return mcp_types.ReadResourceResult(
+            contents=_resource_contents(uri, found.mime_type, value)
+        )
+
+    async def subscribe(self, ctx: Any, params: Any) -> mcp_types.EmptyResult:
+        return mcp_types.EmptyResult()
+
+    async def list_prompts(self, ctx: Any, params: Any) -> mcp_types.ListPromptsResult:
+        return mcp_types.ListPromptsResult(
+            prompts=[
+                mcp_types.Prompt(
+                    name=p.name,
+                    title=p.title,
+                    description=p.description,
+                    arguments=[
+                        mcp_types.PromptArgument(name=n, required=req) for n, req in p.arguments
+                    ],
+                )
+                for p in self.prompts.values()
+            ]
+        )
+
+    async def get_prompt(
+        self, ctx: Any, params: mcp_types.GetPromptRequestParams
+    ) -> mcp_types.GetPromptResult:
+        p = self.prompts.get(params.name)
+        if p is None:
+            raise MCPError(mcp_types.INVALID_PARAMS, f"Unknown prompt: {params.name}")
+        args = dict(params.arguments or {})
+        missing = [n for n, req in p.arguments if req and n not in args]
+        if missing:
+            raise MCPError(mcp_types.INVALID_PARAMS, f"missing prompt arguments: {missing}")
+        known = {n for n, _ in p.arguments}
+        value = await p.render({k: v for k, v in args.items() if k in known})
+        if isinstance(value, mcp_types.GetPromptResult):
+            return value
+        return mcp_types.GetPromptResult(
+            description=p.description, messages=_prompt_messages(value)
+        )
+
+    async def complete(
+        self, ctx: Any, params: mcp_types.CompleteRequestParams
+    ) -> mcp_types.CompleteResult:
+        ref = params.ref
+        key = getattr(ref, "name", None) or getattr(ref, "uri", None) or ""
+        found = self.completions.get((str(key), params.argument.name))
+        values: list[str] = []
+        if found is not None:
+            context = dict(params.context.arguments or {}) if params.context else {}
+            values = await found.complete(params.argument.value, context)
+        return mcp_types.CompleteResult(
+            completion=mcp_types.Completion(
+                values=values[:100], total=len(values), has_more=len(values) > 100
+            )
+        )
+
+
 def _error(text: str) -> mcp_types.CallToolResult:
     return mcp_types.CallToolResult(
         content=[mcp_types.TextContent(type="text", text=text)], is_error=True
@@ -159,9 +499,11 @@ def build_mcp_server(
     name: str = "toolweave",
     version: str | None = None,
     instructions: str | None = None,
+    features: Iterable[Feature] = (),
 ) -> Server[Any]:
-    """The SDK's low-level `Server` serving `tools` (run it yourself, or connect to it
-    in-process with ``mcp.Client(server)``); `version` defaults to toolweave's."""
+    """The SDK's low-level `Server` serving `tools` and `features` (resources, prompts,
+    completions); run it yourself, or connect to it in-process with ``mcp.Client(server)``.
+    `version` defaults to toolweave's."""
     by_name: dict[str, Tool] = {}
     for t in tools:
         if not isinstance(t, Tool):
@@ -171,8 +513,10 @@ def build_mcp_server(
                 f"two tools are named {t.card.name!r}; MCP tool names must be unique"
             )
         by_name[t.card.name] = t
-    listing = [_mcp_tool(t) for t in by_name.values()]
+    outputs = {n: _Output(t) for n, t in by_name.items()}
+    listing = [_mcp_tool(t, outputs[n]) for n, t in by_name.items()]
     executors = {n: DefaultToolExecutor(t) for n, t in by_name.items()}
+    served = _Features(features)
 
     async def list_tools(ctx: Any, params: Any) -> mcp_types.ListToolsResult:
         return mcp_types.ListToolsResult(tools=listing)
@@ -187,26 +531,54 @@ def build_mcp_server(
             name=params.name, arguments=json.dumps(params.arguments or {}, ensure_ascii=False)
         )
         try:
-            result = await executor.aexecute_with_result(request)
+            with use_tool_channel(_ServerChannel(ctx)):
+                result = await executor.aexecute_with_result(request)
         except Exception as e:  # bad arguments, aborted by a callback, not supported
             return _error(error_text(e))
+        if isinstance(result.result, mcp_types.CallToolResult):
+            return result.result
         if result.is_error:
             return _error(result.result_text())
-        structured = result.structured if isinstance(result.structured, dict) else None
+        structured = (
+            result.structured
+            if isinstance(result.structured, dict)
+            else outputs[params.name].structured(result.result)
+        )
         return mcp_types.CallToolResult(content=_content(result), structured_content=structured)
+
+    async def set_level(ctx: Any, params: mcp_types.SetLevelRequestParams) -> mcp_types.EmptyResult:
+        _connection_state(ctx)[_LEVEL_KEY] = params.level
+        return mcp_types.EmptyResult()
 
     def input_schema(tool_name: str) -> Mapping[str, Any] | None:
         t = by_name.get(tool_name)
         return None if t is None else t.card.input_params
 
-    return Server(
-        name,
-        version=version or __version__,
-        instructions=instructions,
-        get_tool_input_schema=input_schema,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-    )
+    handlers: dict[str, Any] = {}
+    if served.resources or served.templates:
+        handlers.update(
+            on_list_resources=served.list_resources,
+            on_list_resource_templates=served.list_templates,
+            on_read_resource=served.read_resource,
+            on_subscribe_resource=served.subscribe,
+            on_unsubscribe_resource=served.subscribe,
+        )
+    if served.prompts:
+        handlers.update(on_list_prompts=served.list_prompts, on_get_prompt=served.get_prompt)
+    if served.prompts or served.templates:
+        handlers["on_completion"] = served.complete
+    with warnings.catch_warnings():  # logging is deprecated for 2026-07-28, needed for 2025
+        warnings.simplefilter("ignore")
+        return Server(
+            name,
+            version=version or __version__,
+            instructions=instructions,
+            get_tool_input_schema=input_schema,
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+            on_set_logging_level=set_level,
+            **handlers,
+        )
 
 
 async def serve_mcp_async(
@@ -218,14 +590,16 @@ async def serve_mcp_async(
     path: str | None = None,
     name: str = "toolweave",
     log_level: str = "warning",
+    features: Iterable[Feature] = (),
 ) -> None:
-    """Serve `tools` until cancelled (stdio: until stdin closes).
+    """Serve `tools` (and `features`: resources, prompts, completions) until cancelled
+    (stdio: until stdin closes).
 
     HTTP transports bind `host`:`port` (loopback by default, with the SDK's DNS-rebinding
     protection); `path` defaults to ``/mcp`` (streamable HTTP) or ``/sse`` (SSE, messages are
     posted to ``/messages/``).
     """
-    server = build_mcp_server(tools, name=name)
+    server = build_mcp_server(tools, name=name, features=features)
     if transport == "stdio":
         from mcp.server.stdio import stdio_server
 
@@ -283,13 +657,22 @@ def serve_mcp(
     path: str | None = None,
     name: str = "toolweave",
     log_level: str = "warning",
+    features: Iterable[Feature] = (),
 ) -> None:
     """Serve `tools` as an MCP server, blocking (see `serve_mcp_async`)."""
     tool_list = list(tools)
+    feature_list = list(features)
 
     async def main() -> None:
         await serve_mcp_async(
-            tool_list, transport, host=host, port=port, path=path, name=name, log_level=log_level
+            tool_list,
+            transport,
+            host=host,
+            port=port,
+            path=path,
+            name=name,
+            log_level=log_level,
+            features=feature_list,
         )
 
     anyio.run(main)

@@ -1,0 +1,183 @@
+"""Resources, resource templates, prompts and completions to serve next to tools.
+
+Declared with decorators in the style of `@tool`; `serve_mcp(..., features=[...])` serves
+them and ``toolweave mcp serve MODULE`` picks up every one defined in the module:
+
+```python
+@resource("config://app", mime_type="application/json")
+def app_config() -> str:
+    return '{"debug": false}'
+
+@resource("users://{user_id}/profile")        # a template: {user_id} is an argument
+def profile(user_id: str) -> str:
+    return f"profile of {user_id}"
+
+@prompt
+def review(code: str, language: str = "python") -> str:
+    \"\"\"Review a piece of code.\"\"\"
+    return f"Please review this {language} code:\\n{code}"
+
+@completion("review", "language")             # values offered for an argument
+def languages(value: str) -> list[str]:
+    return [x for x in ("python", "rust", "go") if x.startswith(value)]
+```
+
+A resource function returns ``str`` (text), ``bytes`` (a blob), or the SDK's
+``TextResourceContents`` / ``BlobResourceContents`` (or a list of them). A prompt returns a
+``str`` (one user message) or a list of messages: ``str``, ``{"role", "content"}`` dicts
+(content a ``str`` or a toolweave content part) or the SDK's ``PromptMessage``. Functions
+may be sync or async.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, overload
+
+__all__ = ["McpCompletion", "McpPrompt", "McpResource", "completion", "prompt", "resource"]
+
+
+async def _call(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    if inspect.iscoroutinefunction(func):
+        return await func(*args, **kwargs)
+    from .._utils.threads import to_thread
+
+    out = await to_thread(func, *args, **kwargs)
+    if inspect.isawaitable(out):
+        out = await out
+    return out
+
+
+def _doc(func: Callable[..., Any]) -> str:
+    return (inspect.getdoc(func) or "").strip().split("\n\n")[0].strip()
+
+
+@dataclass(frozen=True)
+class McpResource:
+    """A resource (a fixed `uri`) or a resource template (`uri` with ``{variables}``, which
+    become the function's keyword arguments)."""
+
+    uri: str
+    func: Callable[..., Any]
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+
+    @property
+    def is_template(self) -> bool:
+        """Whether `uri` has variables."""
+        return "{" in self.uri
+
+    async def read(self, **variables: Any) -> Any:
+        """Call the function (with the template's variables)."""
+        return await _call(self.func, **variables)
+
+
+@dataclass(frozen=True)
+class McpPrompt:
+    """A prompt template; its arguments are the function's parameters (all strings)."""
+
+    name: str
+    func: Callable[..., Any]
+    title: str | None = None
+    description: str | None = None
+    arguments: tuple[tuple[str, bool], ...] = field(default=())
+    """(name, required) per parameter."""
+
+    async def render(self, arguments: dict[str, str]) -> Any:
+        """Call the function with the client's arguments."""
+        return await _call(self.func, **arguments)
+
+
+@dataclass(frozen=True)
+class McpCompletion:
+    """Completion values for `argument` of a prompt (by name) or a resource template (by its
+    URI template); the function takes the typed prefix (and optionally ``context``, the
+    other arguments already given) and returns candidate values."""
+
+    ref: str
+    argument: str
+    func: Callable[..., Any]
+
+    async def complete(self, value: str, context: dict[str, str]) -> list[str]:
+        """Candidate values for `value`."""
+        params = inspect.signature(self.func).parameters
+        kwargs = {"context": context} if "context" in params else {}
+        out = await _call(self.func, value, **kwargs)
+        return [str(v) for v in (out or [])]
+
+
+def resource(
+    uri: str,
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    mime_type: str | None = None,
+) -> Callable[[Callable[..., Any]], McpResource]:
+    """Declare a resource (or, when `uri` has ``{variables}``, a resource template)."""
+
+    def wrap(func: Callable[..., Any]) -> McpResource:
+        return McpResource(
+            uri=uri,
+            func=func,
+            name=name or func.__name__,
+            title=title,
+            description=description if description is not None else (_doc(func) or None),
+            mime_type=mime_type,
+        )
+
+    return wrap
+
+
+@overload
+def prompt(func: Callable[..., Any], /) -> McpPrompt: ...
+@overload
+def prompt(
+    *, name: str | None = None, title: str | None = None, description: str | None = None
+) -> Callable[[Callable[..., Any]], McpPrompt]: ...
+def prompt(
+    func: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+) -> McpPrompt | Callable[[Callable[..., Any]], McpPrompt]:
+    """Declare a prompt: ``@prompt`` or ``@prompt(name=..., title=...)``."""
+
+    def wrap(f: Callable[..., Any]) -> McpPrompt:
+        args = tuple(
+            (p.name, p.default is inspect.Parameter.empty)
+            for p in inspect.signature(f).parameters.values()
+            if p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+        )
+        return McpPrompt(
+            name=name or f.__name__,
+            func=f,
+            title=title,
+            description=description if description is not None else (_doc(f) or None),
+            arguments=args,
+        )
+
+    return wrap(func) if func is not None else wrap
+
+
+def completion(ref: str, argument: str) -> Callable[[Callable[..., Any]], McpCompletion]:
+    """Declare completion values for `argument` of the prompt or resource template `ref`."""
+
+    def wrap(func: Callable[..., Any]) -> McpCompletion:
+        return McpCompletion(ref=ref, argument=argument, func=func)
+
+    return wrap
+
+
+Feature = McpResource | McpPrompt | McpCompletion
+
+
+def features_in(objects: Iterable[Any]) -> list[Feature]:
+    """The resources, prompts and completions among `objects` (e.g. a module's values)."""
+    return [o for o in objects if isinstance(o, (McpResource, McpPrompt, McpCompletion))]
