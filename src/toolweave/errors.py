@@ -126,6 +126,8 @@ class ToolArgumentsError(ToolweaveError, ValueError):
     """
 
     default_code = ErrorCode.SCHEMA_VALIDATE_INVALID
+    max_message_chars = 4000
+    """Longer messages are cut (the model reads them; a huge input must not make them huge)."""
 
     def __init__(
         self,
@@ -136,6 +138,10 @@ class ToolArgumentsError(ToolweaveError, ValueError):
         code: int | None = None,
         details: dict[str, Any] | None = None,
     ) -> None:
+        limit = self.max_message_chars
+        if len(message) > limit:
+            cut = len(message) - (limit - 40)
+            message = f"{message[: limit - 40]}... ({cut} more characters cut)"
         super().__init__(message, code=code, details=details)
         self.tool_name = tool_name
         self.errors: list[dict[str, Any]] = list(errors or [])

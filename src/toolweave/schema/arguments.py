@@ -15,6 +15,17 @@ reply cut off by its token limit looks like, and completing it would run the too
 invented values (`{"path": "/home/us` becoming a real path). It raises `ToolArgumentsError`
 saying the arguments were cut off.
 
+Nothing is silently dropped either: text after the object's closing brace (`{"amount": 1}00`,
+a second object, a trailing sentence) raises `ToolArgumentsError` instead of running the tool
+on the first part.
+
+The work is bounded and linear: repairs 1-4 run only on strings of at most
+`REPAIR_MAX_BYTES` (64 KiB), the general fixer (5, slow per character) only on strings of at
+most `GENERAL_REPAIR_MAX_BYTES` (4 KiB). A longer string must be strict JSON; that check, and
+telling a cut-off string from a malformed one, run at C speed. Async tool calls parse strings
+longer than `PARSE_OFF_LOOP_BYTES` (256 KiB) in a worker thread, so the event loop is not
+held. Messages for the model are at most a few KB whatever the input.
+
 A valid JSON string whose content is itself a JSON object (double encoding) is decoded once
 more. Anything that is still not a JSON object raises `ToolArgumentsError` with a message the
 model can act on.
@@ -31,10 +42,23 @@ import json_repair
 
 from ..errors import ToolArgumentsError
 
-__all__ = ["MAX_ARGUMENTS_BYTES", "parse_arguments", "repair_arguments"]
+__all__ = [
+    "GENERAL_REPAIR_MAX_BYTES",
+    "MAX_ARGUMENTS_BYTES",
+    "PARSE_OFF_LOOP_BYTES",
+    "REPAIR_MAX_BYTES",
+    "parse_arguments",
+    "repair_arguments",
+]
 
 MAX_ARGUMENTS_BYTES = 4 * 1024 * 1024
 """Argument strings longer than this are refused before parsing."""
+REPAIR_MAX_BYTES = 64 * 1024
+"""Argument strings longer than this that are not strict JSON are not repaired."""
+GENERAL_REPAIR_MAX_BYTES = 4 * 1024
+"""The general fixer (`json_repair`: unquoted keys, mixed quotes) runs only up to this."""
+PARSE_OFF_LOOP_BYTES = 256 * 1024
+"""Async tool calls parse and validate argument strings longer than this off the loop."""
 
 _FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 
@@ -90,7 +114,15 @@ def _join_surrogates(value: Any) -> Any:
 
 
 def repair_arguments(text: str) -> dict[str, Any] | None:
-    """Try the repair pass on `text`; return the object, or None when nothing works."""
+    """Try the repair pass on `text`; return the object, or None when nothing works (text
+    after the object included: it is never dropped)."""
+    try:
+        return _repaired(text)
+    except _Trailing:
+        return None
+
+
+def _repaired(text: str) -> dict[str, Any] | None:
     repaired = _repair(text)
     return _join_surrogates(repaired) if repaired is not None else None
 
@@ -121,13 +153,14 @@ def _drop_trailing_commas(text: str) -> str:
     return "".join(out)
 
 
-def _cut_off(text: str) -> bool:
-    """Whether `text` ends inside a string (double- or single-quoted) or with a bracket
-    left open."""
+def _scan(text: str, *, first_only: bool = False) -> tuple[bool, int]:
+    """One pass over `text`: whether it ends inside a string (double- or single-quoted) or
+    with a bracket left open, and, with `first_only`, where the first top-level bracketed
+    value ends (the scan stops there; `len(text)` when it does not end)."""
     depth = 0
     quote = ""
     escaped = False
-    for ch in text:
+    for i, ch in enumerate(text):
         if quote:
             if escaped:
                 escaped = False
@@ -141,7 +174,27 @@ def _cut_off(text: str) -> bool:
             depth += 1
         elif ch == "}" or ch == "]":
             depth -= 1
-    return bool(quote) or depth > 0
+            if first_only and depth == 0:
+                return False, i + 1
+    return bool(quote) or depth > 0, len(text)
+
+
+def _cut_off(text: str) -> bool:
+    """Whether `text` ends inside a string or with a bracket left open."""
+    return _scan(text)[0]
+
+
+def _trailing_error(tool_name: str | None) -> ToolArgumentsError:
+    return ToolArgumentsError(
+        "The arguments are not a single JSON object: more text follows the object's closing "
+        "brace (a second object, extra digits or words). Send exactly one JSON object and "
+        "nothing after it.",
+        tool_name=tool_name,
+    )
+
+
+class _Trailing(Exception):
+    """The repair pass found text after the object."""
 
 
 def _repair(text: str) -> dict[str, Any] | None:
@@ -164,8 +217,13 @@ def _repair(text: str) -> dict[str, Any] | None:
         except ValueError:
             pass
         candidate = inner
-    if not candidate.startswith("{") or _cut_off(candidate):
+    if not candidate.startswith("{"):
         return None
+    cut_off, end = _scan(candidate, first_only=True)
+    if cut_off:
+        return None
+    if candidate[end:].strip():
+        raise _Trailing
     without_commas = _drop_trailing_commas(candidate)
     if without_commas != candidate:
         try:
@@ -181,6 +239,8 @@ def _repair(text: str) -> dict[str, Any] | None:
             return value
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         pass
+    if len(candidate) > GENERAL_REPAIR_MAX_BYTES:
+        return None
     try:
         value = json_repair.loads(candidate)
     except Exception:
@@ -188,6 +248,24 @@ def _repair(text: str) -> dict[str, Any] | None:
     if isinstance(value, dict) and (value or candidate.replace(" ", "") in ("{}", "{")):
         return value
     return None
+
+
+def _unrepaired(text: str, error: json.JSONDecodeError, tool_name: str | None) -> Exception:
+    """The error for a string too long to repair, from the strict parser's verdict."""
+    if error.msg.startswith("Extra data"):
+        return _trailing_error(tool_name)
+    if error.msg.startswith("Unterminated string") or error.pos >= len(text.rstrip()):
+        return ToolArgumentsError(
+            "The arguments are not valid JSON: they stop before the object is complete, as "
+            "if cut off. Send the whole object again; if it is long, make it shorter.",
+            tool_name=tool_name,
+        )
+    return ToolArgumentsError(
+        f"The arguments are not valid JSON ({error.msg} at character {error.pos}), and at "
+        f"{len(text)} characters they are too long to be repaired (limit "
+        f"{REPAIR_MAX_BYTES}). Send strict JSON: one object, double-quoted keys and strings.",
+        tool_name=tool_name,
+    )
 
 
 def parse_arguments(
@@ -214,8 +292,13 @@ def parse_arguments(
     except ToolArgumentsError as e:  # before ValueError: it is a subclass
         e.tool_name = tool_name
         raise
-    except ValueError:
-        repaired = repair_arguments(text)
+    except json.JSONDecodeError as e:
+        if len(text) > REPAIR_MAX_BYTES:
+            raise _unrepaired(text, e, tool_name) from None
+        try:
+            repaired = _repaired(text)
+        except _Trailing:
+            raise _trailing_error(tool_name) from None
         if repaired is None and _cut_off(_FENCE.sub(r"\1", text.strip())):
             raise ToolArgumentsError(
                 "The arguments are not valid JSON: they stop before the object is complete "

@@ -42,7 +42,7 @@ from ..callbacks.events import ToolCallEvents as E
 from ..callbacks.framework import CallbackFramework, callback_framework
 from ..callbacks.otel import tracing_enabled
 from ..errors import ErrorCode, ToolCardError, ToolNotSupportedError
-from ..schema.arguments import parse_arguments
+from ..schema.arguments import PARSE_OFF_LOOP_BYTES, parse_arguments
 from ..schema.validation import ArgumentsValidator, JsonSchemaArgumentsValidator
 from . import _deadline
 from ._observation import SILENT, Observation, tool_span
@@ -172,6 +172,13 @@ class Tool:
         if skip_inputs_validate:
             return self._fill_defaults(dict(data))
         return self.validator.validate_python(data)
+
+    async def _aprepare_inputs(self, inputs: Any, prep: dict[str, Any]) -> dict[str, Any]:
+        """`prepare_inputs` for async callers: a long raw argument string is parsed and
+        validated in a worker thread, so the event loop is not held."""
+        if isinstance(inputs, (str, bytes, bytearray)) and len(inputs) > PARSE_OFF_LOOP_BYTES:
+            return await to_thread(self.prepare_inputs, inputs, **prep)
+        return self.prepare_inputs(inputs, **prep)
 
     def _fill_defaults(self, data: dict[str, Any]) -> dict[str, Any]:
         return fill_defaults(self._card.input_params, data)
@@ -303,7 +310,9 @@ class Tool:
         prep, timeout = self._split(kwargs)
         if self.callbacks.count == 0 and not tracing_enabled():
             self._check_invoke()
-            return await self._call_async(self.prepare_inputs(inputs, **prep), timeout, kwargs)
+            return await self._call_async(
+                await self._aprepare_inputs(inputs, prep), timeout, kwargs
+            )
         obs = self._observation(kwargs)
         with tool_span(self._card, kwargs):
             inputs = await obs.areceived(E.TOOL_INVOKE_INPUT, inputs)
@@ -311,7 +320,7 @@ class Tool:
             await obs.astarted(inputs)
             try:
                 await obs.aparse_started(inputs)
-                args = self.prepare_inputs(inputs, **prep)
+                args = await self._aprepare_inputs(inputs, prep)
                 await obs.aparse_finished(args)
                 result = await self._call_async(args, timeout, kwargs)
             except Exception as e:
@@ -404,7 +413,7 @@ class Tool:
         await obs.astarted(inputs)
         try:
             await obs.aparse_started(inputs)
-            args = self.prepare_inputs(inputs, **prep)
+            args = await self._aprepare_inputs(inputs, prep)
             await obs.aparse_finished(args)
             async with contextlib.aclosing(self._async_chunks(args, kwargs, timeout)) as chunks:
                 async for chunk in chunks:
