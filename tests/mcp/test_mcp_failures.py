@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp_support import (
@@ -22,6 +23,8 @@ from mcp_support import (
 )
 
 from toolweave import ErrorCode, McpError
+from toolweave.callbacks import CallbackFramework
+from toolweave.callbacks.events import ToolCallEvents as E
 from toolweave.mcp import McpClient, McpServerConfig, SyncMcpClient
 
 
@@ -224,3 +227,40 @@ def test_invalid_server_config_is_a_typed_error() -> None:
     assert info.value.message == "McpServerConfig: a stdio MCP server needs params['command']"
     with pytest.raises(ToolCardError, match="client_type"):
         McpServerConfig(server_name="fs", client_type="websocket", params={"url": "ws://x"})
+
+
+async def test_http_tool_auth_fires_per_connection_so_tokens_rotate(
+    demo_http: ServerProcess, demo_http_config: McpServerConfig
+) -> None:
+    fw = CallbackFramework()
+    seen: list[dict[str, Any]] = []
+    tokens = (f"t{i}" for i in range(1, 100))
+
+    @fw.on(E.TOOL_AUTH)
+    def rotate(**kwargs: Any) -> dict[str, Any]:
+        seen.append(kwargs)
+        return {"headers": {"Authorization": f"Bearer {next(tokens)}"}, "query": {"k": "v"}}
+
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(demo_http_config, callbacks=fw) as client:
+        tools = {t.name: t for t in await client.list_tools()}
+        assert await tools["auth_seen"].ainvoke({}) == "Bearer t1|k=v"
+        assert await tools["auth_seen"].ainvoke({}) == "Bearer t1|k=v"  # one connection
+        assert len(seen) == 1
+        assert seen[0]["tool_type"] == "mcp" and seen[0]["server_name"] == "demo"
+        assert seen[0]["url"] == demo_http_config.url
+        with pytest.raises(McpError):  # the connection breaks
+            await tools["die"].ainvoke({"after": 0.2})
+        await asyncio.to_thread(demo_http.restart)
+        # the reconnect asked for credentials again, and the new connection carries them
+        assert await tools["auth_seen"].ainvoke({}) == f"Bearer t{len(seen)}|k=v"
+        assert len(seen) >= 2
+
+
+async def test_stdio_never_fires_tool_auth(demo_config: McpServerConfig) -> None:
+    fw = CallbackFramework()
+    fired: list[Any] = []
+    fw.register(E.TOOL_AUTH, lambda: fired.append(1))
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(demo_config, callbacks=fw) as client:
+        tools = {t.name: t for t in await client.list_tools()}
+        assert await tools["auth_seen"].ainvoke({}) == "|"
+    assert fired == []

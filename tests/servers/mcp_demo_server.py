@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import anyio
-from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
@@ -96,6 +96,14 @@ async def die(after: float = 0.0) -> str:
 def pid() -> int:
     """The server's process id."""
     return os.getpid()
+
+
+@server.tool()
+def auth_seen(ctx: Context) -> str:
+    """The Authorization header and query string this request came with (HTTP transports)."""
+    headers = ctx.headers or {}
+    url = getattr(ctx.request_context.request, "url", None)
+    return f"{headers.get('authorization', '')}|{getattr(url, 'query', '')}"
 
 
 if __name__ == "__main__":

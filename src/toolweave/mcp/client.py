@@ -23,7 +23,7 @@ import contextlib
 import logging
 import math
 import sys
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Coroutine, Mapping
 from typing import Any, TextIO, TypeVar
 
 import anyio
@@ -37,6 +37,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from .. import __version__
+from ..callbacks.events import ToolCallEvents as E
+from ..callbacks.framework import CallbackFramework, callback_framework
 from ..errors import ErrorCode, McpError, ToolTimeoutError
 from ._errlog import errlog_file
 from ._loop import LoopThread
@@ -265,8 +267,14 @@ class _Core:
     """State shared by `McpClient`, `SyncMcpClient` and their tools. Coroutine methods whose
     name starts with ``_do_`` run on the private loop."""
 
-    def __init__(self, config: McpServerConfig, errlog: TextIO | None) -> None:
+    def __init__(
+        self,
+        config: McpServerConfig,
+        errlog: TextIO | None,
+        callbacks: CallbackFramework | None = None,
+    ) -> None:
         self.config = config
+        self.callbacks = callbacks
         self.errlog = errlog if errlog is not None else sys.stderr
         self._thread: LoopThread | None = None
         self._conn: _Connection | None = None
@@ -299,8 +307,36 @@ class _Core:
         return thread.run_sync(coro)
 
     # connection management (private loop) -------------------------------------------------------
+    async def _authorized_config(self) -> McpServerConfig:
+        """The configuration of one new HTTP connection: `tool_auth` fires on every connect
+        and reconnect (so tokens can rotate), and the headers and query parameters its
+        callbacks return go over `auth_headers` / `auth_query_params`."""
+        cfg = self.config
+        cb = self.callbacks if self.callbacks is not None else callback_framework
+        if cfg.client_type == "stdio" or not cb.has(E.TOOL_AUTH):
+            return cfg
+        headers, query = dict(cfg.auth_headers), dict(cfg.auth_query_params)
+        results = await cb.trigger(
+            E.TOOL_AUTH,
+            tool_name=None,
+            tool_id=None,
+            tool_type="mcp",
+            card=None,
+            method=None,
+            server_name=cfg.server_name,
+            url=cfg.url,
+            config=cfg,
+        )
+        for result in results:
+            if not isinstance(result, Mapping):
+                continue
+            headers.update({str(k): str(v) for k, v in dict(result.get("headers") or {}).items()})
+            for key in ("query", "queries", "params"):
+                query.update({str(k): str(v) for k, v in dict(result.get(key) or {}).items()})
+        return cfg.model_copy(update={"auth_headers": headers, "auth_query_params": query})
+
     async def _open(self) -> _Connection:
-        conn = _Connection(self.config, self.errlog)
+        conn = _Connection(await self._authorized_config(), self.errlog)
         conn.task = asyncio.get_running_loop().create_task(conn.own())
         try:
             # `own` bounds the connect with connect_timeout; the extra wait_for only guards
@@ -578,11 +614,19 @@ class McpClient:
     ```
 
     `call_tool` returns the SDK's `CallToolResult` untouched (`isError` included); the
-    `McpTool`s from `list_tools` turn results into toolweave values and errors.
+    `McpTool`s from `list_tools` turn results into toolweave values and errors. Over HTTP,
+    `tool_auth` fires on `callbacks` (the global framework by default) before each
+    connection is opened, reconnects included.
     """
 
-    def __init__(self, config: McpServerConfig, *, errlog: TextIO | None = None) -> None:
-        self._core = _Core(config, errlog)
+    def __init__(
+        self,
+        config: McpServerConfig,
+        *,
+        errlog: TextIO | None = None,
+        callbacks: CallbackFramework | None = None,
+    ) -> None:
+        self._core = _Core(config, errlog, callbacks)
 
     @property
     def config(self) -> McpServerConfig:
@@ -645,8 +689,14 @@ class SyncMcpClient:
     ```
     """
 
-    def __init__(self, config: McpServerConfig, *, errlog: TextIO | None = None) -> None:
-        self._core = _Core(config, errlog)
+    def __init__(
+        self,
+        config: McpServerConfig,
+        *,
+        errlog: TextIO | None = None,
+        callbacks: CallbackFramework | None = None,
+    ) -> None:
+        self._core = _Core(config, errlog, callbacks)
 
     @property
     def config(self) -> McpServerConfig:
