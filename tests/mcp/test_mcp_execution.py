@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-from mcp_support import TEST_TIMEOUT
+from mcp_support import DEMO, TEST_TIMEOUT, stdio_config
 
 from toolweave import (
     DefaultToolExecutor,
@@ -166,3 +167,33 @@ def test_name_helpers() -> None:
 
 
 _ = ErrorCode
+
+
+async def test_requires_approval_per_server_and_by_name(marker_dir: Path) -> None:
+    """`requires_approval` on a server config gates its tools in a ToolService (all of them,
+    or those named), and an approved call then runs on the real server."""
+    from toolweave import AiMessage, Approve, ChatStatus, ScriptedChatModel, ToolService
+    from toolweave.execution import ToolExecutionRequest
+
+    env = {"MCP_MARKER_DIR": str(marker_dir)}
+    named = stdio_config(DEMO, env=env, requires_approval=["add"])
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(named) as client:
+        tools = {t.name: t for t in await client.list_tools()}
+        assert tools["add"].card.requires_approval is True
+        assert tools["greet"].card.requires_approval is False
+        service = ToolService().tools(list(tools.values()))
+        calls = [
+            ToolExecutionRequest(id="g", name="greet", arguments='{"name": "Ann"}'),
+            ToolExecutionRequest(id="a", name="add", arguments='{"a": 2, "b": 3}'),
+        ]
+        model = ScriptedChatModel([AiMessage(tool_execution_requests=calls), AiMessage("ok")])
+        first = await service.achat(model, None, "hi")
+        assert first.status is ChatStatus.PENDING and [p.id for p in first.pending] == ["a"]
+        assert [e.request.id for e in first.tool_executions] == ["g"]
+        assert first.state is not None
+        second = await service.achat(model, None, first.state, decisions={"a": Approve()})
+        assert second.text == "ok"
+        assert [e.result.result_text() for e in second.tool_executions][-1] == "5"
+    every = stdio_config(DEMO, env=env, requires_approval=True)
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(every) as client:
+        assert all(t.card.requires_approval is True for t in await client.list_tools())

@@ -100,6 +100,9 @@ class McpServerConfig(BaseModel):
     """Connection attempts made when a broken connection is re-opened."""
     prefix_tool_names: bool = False
     """Name listed tools ``mcp_{server}_{tool}`` to avoid clashes between servers."""
+    requires_approval: bool | list[str] = False
+    """True: every tool of this server waits for approval in a `ToolService`; a list: the
+    tools with these (server-side) names do (docs/approvals.md)."""
 
     @model_validator(mode="before")
     @classmethod

@@ -91,12 +91,14 @@ class McpToolCard(ToolCard):
             metadata["output_schema"] = tool.output_schema
         schema = dict(tool.input_schema or {})
         schema.setdefault("type", "object")
+        gated = config.requires_approval
         return cls(
             id=f"{config.server_id}.{tool.name}",
             name=name,
             description=tool.description or "",
             input_params=schema,
             idempotent=idempotent,
+            requires_approval=gated if isinstance(gated, bool) else tool.name in gated,
             metadata=metadata,
             server_name=config.server_name,
             server_id=config.server_id,
