@@ -264,7 +264,7 @@ def test_gemini(server: ProviderServer, name: str) -> None:
                     "inlineData": {
                         "mimeType": "image/png",
                         "data": PNG,
-                        "displayName": "attachment_1",
+                        "displayName": "fc_image_inline_1",
                     }
                 }
             ],
@@ -273,7 +273,7 @@ def test_gemini(server: ProviderServer, name: str) -> None:
                     "fileData": {
                         "mimeType": "image/jpeg",
                         "fileUri": "https://img.example/cat.jpg",
-                        "displayName": "attachment_1",
+                        "displayName": "fc_image_url_1",
                     }
                 }
             ],
@@ -282,7 +282,7 @@ def test_gemini(server: ProviderServer, name: str) -> None:
                     "inlineData": {
                         "mimeType": "application/pdf",
                         "data": PDF,
-                        "displayName": "attachment_1",
+                        "displayName": "fc_pdf_1",
                     }
                 }
             ],
@@ -337,6 +337,57 @@ def test_openai_responses(server: ProviderServer) -> None:
     assert outputs["structured"] == '{"temp":21}'
 
 
+def _bedrock_turns(wanted: Calls = ALL) -> list[dict[str, Any]]:
+    from .test_bedrock import converse
+
+    uses = [
+        {"toolUse": {"toolUseId": f"tooluse_{n}", "name": n, "input": json.loads(a)}}
+        for n, a in wanted
+    ]
+    return [
+        {"json": converse(uses, "tool_use")},
+        {"json": converse([{"text": "done"}], "end_turn")},
+    ]
+
+
+def _bedrock_model(server: ProviderServer) -> Any:
+    from toolweave.providers import BedrockChatModel
+
+    from .test_bedrock import AKID, MODEL, REGION, SECRET_KEY
+
+    return BedrockChatModel(
+        MODEL,
+        region=REGION,
+        aws_access_key_id=AKID,
+        aws_secret_access_key=SECRET_KEY,
+        base_url=server.url,
+        max_tokens=512,
+    )
+
+
+def _check_bedrock(body: dict[str, Any]) -> None:
+    from .test_bedrock import check_body
+
+    check_body(body, stream=False)
+
+
+def test_bedrock(server: ProviderServer) -> None:
+    pytest.importorskip("botocore")
+    body = _converse(server, _bedrock_model(server), _bedrock_turns())
+    _check_bedrock(body)
+    turn = body["messages"][-1]
+    results = {
+        b["toolResult"]["toolUseId"][8:]: b["toolResult"]["content"] for b in turn["content"]
+    }
+    assert list(results) == NAMES
+    assert results["image_inline"][1] == {"image": {"format": "png", "source": {"bytes": PNG}}}
+    assert results["pdf"][0]["document"]["format"] == "pdf"
+    assert "file:///docs/readme.md" in results["resource_link"][0]["text"]
+    assert results["embedded_text"][0]["text"].endswith("]\nbuy milk")
+    assert "not shown" in results["audio"][0]["text"]
+    assert results["structured"] == [{"text": '{"temp":21}'}]
+
+
 # a real MCP server from npm ---------------------------------------------------------------
 EVERYTHING = "@modelcontextprotocol/server-everything"
 EVERYTHING_VERSION = "2026.8.31"
@@ -383,12 +434,14 @@ def everything_tools(everything_script: Path) -> Iterator[list[Any]]:
         yield client.list_tools()
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini", "responses"])
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini", "responses", "bedrock"])
 def test_server_everything_through_every_provider(
     server: ProviderServer, everything_tools: list[Any], provider: str
 ) -> None:
     by_name = {t.card.tool_name_on_server: t for t in everything_tools}
     wanted: Calls = [(by_name[n].name, a) for n, a in EVERYTHING_CALLS]
+    if provider == "bedrock":
+        pytest.importorskip("botocore")
     model, turns, check = {
         "openai": (
             OpenAIChatModel("gpt-4o", api_key=SECRET, base_url=f"{server.url}/v1"),
@@ -409,6 +462,11 @@ def test_server_everything_through_every_provider(
             OpenAIResponsesChatModel("gpt-5-mini", api_key=SECRET, base_url=f"{server.url}/v1"),
             _responses_turns,
             check_responses_request,
+        ),
+        "bedrock": (
+            _bedrock_model(server) if provider == "bedrock" else None,
+            _bedrock_turns,
+            _check_bedrock,
         ),
     }[provider]
     server.enqueue(*turns(wanted))

@@ -31,13 +31,14 @@ from ..chat.messages import AiMessage, SystemMessage, ToolExecutionResultMessage
 from ..chat.request import ChatRequest, ChatRequestParameters
 from ..chat.response import ChatResponse, FinishReason, TokenUsage
 from ..errors import MissingApiKeyError, ProviderError, RateLimitError
-from ..execution.content import FileContent, ImageContent, TextContent
+from ..execution.content import EmbeddedResource, FileContent, ImageContent, TextContent
 from ..execution.requests import ToolExecutionRequest
 from ._answer import ANSWER_DESCRIPTION, Answer, answer_schema, answer_text
 from ._base import HttpChatModel, StreamParser, arguments_object, feed_batch, finish_stream
 from ._eventstream import EXCEPTION_PREFIX, AwsEventStreamDecoder
 from ._http import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRIES, HttpTransport, _backoff
 from ._sse import SSEEvent
+from .tool_results import text_stand_in
 
 __all__ = ["ANSWER_TOOL", "BedrockChatModel", "BedrockStreamParser"]
 
@@ -580,7 +581,12 @@ class BedrockChatModel(HttpChatModel):
             where = f" at {part.url}" if part.url else ""
             name = f" {part.name!r}" if part.name else ""
             return {"text": f"[file{name} ({part.mime_type}{size}){where}: not sent to the model]"}
-        return {"text": f"[{getattr(part, 'type', 'content')} content: not sent to the model]"}
+        if isinstance(part, EmbeddedResource) and part.text is None and part.data:
+            file_name = part.uri.rsplit("/", 1)[-1] or None
+            mime = part.mime_type or "application/octet-stream"
+            blob = FileContent(data=part.data, mime_type=mime, name=file_name)
+            return self._content(blob, index)
+        return {"text": text_stand_in(part, "a Bedrock request", "Converse has no block for it")}
 
     # response -------------------------------------------------------------------------------
     def _answer(self, request: ChatRequest) -> Answer | None:

@@ -41,6 +41,7 @@ __all__ = [
     "openai_chat_content",
     "openai_chat_tool_result",
     "openai_responses_tool_output",
+    "text_stand_in",
 ]
 
 _log = logging.getLogger("toolweave.providers")
@@ -128,6 +129,18 @@ def placeholder(item: _Item, why: str, where: str, refuse: Refuse | None = None)
         "%s: %s not sent as is (%s); a text placeholder describes it", where, item.label(), why
     )
     return f"[{item.label()}: not shown, {why}]"
+
+
+def text_stand_in(part: ContentPart, where: str, why: str) -> str:
+    """The text for a part an API has no block for: the text of a text part, text document
+    or embedded text resource (after a one-line header), a resource link's description,
+    else a placeholder (logged as a warning)."""
+    item = _item(part)
+    if item.kind in ("text", "link"):
+        return item.text
+    if item.kind == "document":
+        return item.document_text()
+    return placeholder(item, why, where)
 
 
 def _is_media(message: ToolExecutionResultMessage) -> bool:
@@ -350,7 +363,7 @@ def gemini_function_response(
                 continue
             n = len(parts) + len(follow) // 2 + 1
             if inside and item.mime in _GEMINI_RESPONSE_TYPES:
-                name = f"attachment_{n}"
+                name = f"{message.id}_{n}"  # unique within the request
                 key = "inlineData" if "inlineData" in media else "fileData"
                 parts.append({key: {**media[key], "displayName": name}})
                 chunks.append(f"[attachment {n} ({name}): {item.label()}]")
