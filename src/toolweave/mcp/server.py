@@ -601,9 +601,9 @@ async def serve_mcp_async(
     """
     server = build_mcp_server(tools, name=name, features=features)
     if transport == "stdio":
-        from mcp.server.stdio import stdio_server
+        from ._stdio_guard import checked_stdio_server
 
-        async with stdio_server() as (read, write):
+        async with checked_stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
         return
     import uvicorn

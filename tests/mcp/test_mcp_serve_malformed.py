@@ -1,0 +1,145 @@
+"""`toolweave mcp serve` (stdio) answers malformed requests that carry an id with a JSON-RPC
+error instead of dropping them (issue #14, item 21); the session goes on. A real
+subprocess, raw lines on its stdin."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from mcp_support import TOOLWEAVE
+
+from toolweave.mcp._stdio_guard import check_message
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+WAIT = 30.0  # a hang guard only
+
+
+class Wire:
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+
+    def send(self, line: str | dict[str, Any]) -> None:
+        text = line if isinstance(line, str) else json.dumps(line)
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(text.encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def receive(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], WAIT)
+        assert ready, "no answer from the server"
+        return json.loads(self.proc.stdout.readline())  # type: ignore[no-any-return]
+
+    def ask(self, line: str | dict[str, Any]) -> dict[str, Any]:
+        self.send(line)
+        return self.receive()
+
+
+@pytest.fixture
+def wire() -> Iterator[Wire]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "toolweave", "mcp", "serve", TOOLWEAVE],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    w = Wire(proc)
+    try:
+        init = w.ask(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "1"},
+                },
+            }
+        )
+        assert init["id"] == 0 and "result" in init
+        w.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        yield w
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        start = time.monotonic()
+        try:
+            proc.wait(WAIT)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert time.monotonic() - start < WAIT  # stdin closed: the server ends
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+MALFORMED = [
+    ('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"x"}', -32600, 1, "params"),
+    ('{"jsonrpc":"2.0","id":"two","method":"tools/list","params":[1]}', -32600, "two", "params"),
+    ('{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}', -32600, None, "id"),
+    ('{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}', -32600, None, "id"),
+    ('[{"jsonrpc":"2.0","id":3,"method":"tools/list"}]', -32600, None, "batch"),
+    (
+        '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"a":' + DEEP + "}}",
+        -32600,
+        4,
+        "deep",
+    ),
+    (
+        '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"a":'
+        + "[" * 300
+        + "]" * 300
+        + "}}",
+        -32600,
+        5,
+        "deep",
+    ),
+    ('{"jsonrpc":"2.0","id":6,', -32700, None, "Parse error"),
+    ('{"id":7,"method":"tools/list"}', -32600, 7, "jsonrpc"),
+    ('{"jsonrpc":"2.0","id":8,"method":5}', -32600, 8, "method"),
+]
+
+
+def test_malformed_requests_get_a_json_rpc_error_and_the_session_goes_on(wire: Wire) -> None:
+    for line, code, expected_id, word in MALFORMED:
+        answer = wire.ask(line)
+        assert answer["id"] == expected_id, (line[:80], answer)
+        assert answer["error"]["code"] == code, (line[:80], answer)
+        assert word.lower() in answer["error"]["message"].lower() or word in ("batch", "deep")
+    listing = wire.ask({"jsonrpc": "2.0", "id": 9, "method": "tools/list"})
+    assert listing["id"] == 9 and listing["result"]["tools"]
+    called = wire.ask(
+        {
+            "jsonrpc": "2.0",
+            "id": 10,
+            "method": "tools/call",
+            "params": {"name": "add", "arguments": {"a": 2, "b": 3}},
+        }
+    )
+    assert called["id"] == 10 and called["result"]["content"][0]["text"] == "5"
+
+
+def test_nesting_the_sdk_accepts_is_served() -> None:
+    ok = '{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":' + "[" * 198 + "]" * 198 + "}}"
+    assert check_message(ok) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=300) | st.binary(max_size=300).map(lambda b: b.decode("latin-1")))
+def test_check_message_never_raises(text: str) -> None:
+    problem = check_message(text)
+    if problem is not None:
+        assert problem.code in (-32600, -32700)
