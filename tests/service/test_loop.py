@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import itertools
 import threading
@@ -891,3 +892,54 @@ def test_sync_faces_do_not_render_the_conversation() -> None:
     events = list(service.chat_stream(ScriptedChatModel(script), None, "go"))
     assert events[-1].result.text == "done"
     assert reprs == []
+
+
+class _WaitsForTheConsumer:
+    """A model whose stream, after a complete tool call, waits until the consumer has seen
+    that tool finish (hang guard: 5 s) before it streams the rest of its answer."""
+
+    def __init__(self) -> None:
+        self.seen_finished: asyncio.Event | None = None
+        self.turn = 0
+
+    async def astream(self, request: Any) -> Any:
+        from toolweave import ChatResponse, CompleteToolCall, ResponseCompleted, TextDelta
+
+        self.turn += 1
+        if self.turn > 1:
+            yield TextDelta("bye")
+            yield ResponseCompleted(ChatResponse(AiMessage("bye")))
+            return
+        request_ = call("add", '{"a": 1, "b": 2}', id="c1")
+        yield CompleteToolCall(0, request_)
+        assert self.seen_finished is not None
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.seen_finished.wait(), 5)
+        yield TextDelta("still talking")
+        yield ResponseCompleted(ChatResponse(AiMessage("still talking", [request_])))
+
+
+def test_eager_tool_progress_is_delivered_as_it_happens() -> None:
+    from toolweave import TextDelta, ToolExecutionFinished, ToolExecutionStarted
+
+    async def main() -> list[Any]:
+        model = _WaitsForTheConsumer()
+        model.seen_finished = asyncio.Event()
+        events: list[Any] = []
+        service = ToolService().tools(add)
+        async for event in service.achat_stream(model, None, "1+2", eager=True):  # type: ignore[arg-type]
+            events.append(event)
+            if isinstance(event, ToolExecutionFinished):
+                model.seen_finished.set()
+        return events
+
+    events = asyncio.run(main())
+    kinds = [type(e).__name__ for e in events]
+    # the tool's start and finish arrive while the model is still streaming, before the
+    # text it sends afterwards (they used to wait for the model's next event)
+    assert kinds.index("ToolExecutionStarted") < kinds.index("ToolExecutionFinished")
+    assert kinds.index("ToolExecutionFinished") < kinds.index("TextDelta")
+    finished = next(e for e in events if isinstance(e, ToolExecutionFinished))
+    assert finished.execution.result.text == "3"
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["still talking", "bye"]
+    assert sum(isinstance(e, ToolExecutionStarted) for e in events) == 1

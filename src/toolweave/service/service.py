@@ -200,6 +200,68 @@ class _Turn:
     """The conversation ended in this turn (a resumed round paused again or returned)."""
 
 
+@dataclass(frozen=True, slots=True)
+class _FromModel:
+    """An item of an eager turn's queue coming from the model's stream: one event, its end
+    (`event` None), or its failure."""
+
+    event: StreamEvent | None = None
+    error: BaseException | None = None
+
+
+async def _pump(
+    source: AsyncIterator[StreamEvent], queue: asyncio.Queue[Any], credit: asyncio.Semaphore
+) -> None:
+    """Move the model's stream into `queue`, one event per `credit` (the consumer grants the
+    next once it has handled the last, so the stream is read no sooner than before). One task
+    runs the whole stream, so what it holds across events (an HTTP response, a timeout
+    scope) stays in one task."""
+    try:
+        while True:
+            await credit.acquire()
+            try:
+                event = await anext(source)
+            except StopAsyncIteration:
+                queue.put_nowait(_FromModel())
+                return
+            queue.put_nowait(_FromModel(event))
+    except asyncio.CancelledError:
+        raise
+    except BaseException as e:
+        queue.put_nowait(_FromModel(error=e))
+    finally:
+        close = getattr(source, "aclose", None)
+        if close is not None:
+            await close()
+
+
+async def _interleaved(
+    source: AsyncIterator[StreamEvent], queue: asyncio.Queue[Any]
+) -> AsyncIterator[Any]:
+    """The model's events and the progress events of tools started eagerly, merged in the
+    order they happen: a tool's start and finish reach the consumer at once, not when the
+    model's stream next yields."""
+    credit = asyncio.Semaphore(1)
+    pump = asyncio.create_task(_pump(aiter(source), queue, credit))
+    try:
+        while True:
+            item = await queue.get()
+            if not isinstance(item, _FromModel):
+                yield item
+            elif item.error is not None:
+                raise item.error
+            elif item.event is None:
+                return
+            else:
+                yield item.event
+                credit.release()
+    finally:
+        if not pump.done():
+            pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pump
+
+
 class _UniqueIds:
     """Makes the tool call ids of one response unique: a repeated id gets a suffix (`id_2`,
     `id_3`, ...) so each call runs once and gets its own result, and the history stays valid.
@@ -785,7 +847,12 @@ class ToolService:
         barrier_seen = False
         partials = PartialJsonStream() if run.output is not None else None
         ids = _UniqueIds()
-        async for event in model.astream(request):
+        source = model.astream(request)
+        events = _interleaved(source, turn.queue) if eager else source
+        async for event in events:
+            if isinstance(event, (ToolExecutionStarted, ToolExecutionFinished)):
+                yield event  # an eagerly started tool's progress, as it happens
+                continue
             if isinstance(event, CompleteToolCall):
                 unique = ids(event.request)
                 if unique is not event.request:
@@ -811,8 +878,6 @@ class ToolService:
                     turn.started[event.request.id] = asyncio.create_task(
                         self._execute_one(event.request, run, turn.queue)
                     )
-            while not turn.queue.empty():
-                yield turn.queue.get_nowait()
         if turn.response is None:
             raise ToolweaveError(
                 f"the model stream of {type(model).__name__} ended without a final response"
