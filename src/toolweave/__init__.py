@@ -1,99 +1,210 @@
 """toolweave: Python functions, MCP servers and HTTP APIs as tools for LLMs, and the loop that
 runs them with OpenAI, Anthropic and Gemini models."""
 
-from .callbacks import CallbackFramework, ToolCallEvents, callback_framework
-from .chat import (
-    AiMessage,
-    BaseChatModel,
-    ChatMessage,
-    ChatModel,
-    ChatRequest,
-    ChatRequestParameters,
-    ChatResponse,
-    CompleteToolCall,
-    FinishReason,
-    PartialToolCall,
-    ReasoningDelta,
-    ResponseCompleted,
-    ScriptedChatModel,
-    StreamEvent,
-    SystemMessage,
-    TextDelta,
-    TokenUsage,
-    ToolChoice,
-    ToolExecutionResultMessage,
-    UserMessage,
-)
-from .context import ToolContext
-from .errors import (
-    AbortError,
-    AuthenticationError,
-    ErrorCode,
-    HallucinatedToolError,
-    McpError,
-    MissingApiKeyError,
-    ProviderError,
-    RateLimitError,
-    RestfulApiError,
-    SchemaError,
-    StructuredOutputError,
-    ToolArgumentsError,
-    ToolCardError,
-    ToolExecutionError,
-    ToolLoopLimitError,
-    ToolNotSupportedError,
-    ToolTimeoutError,
-    ToolweaveError,
-    UnsupportedOptionError,
-)
-from .execution import (
-    AudioContent,
-    ContentPart,
-    DefaultToolExecutor,
-    EmbeddedResource,
-    FileContent,
-    ImageContent,
-    ResourceLink,
-    TextContent,
-    ToolExecution,
-    ToolExecutionRequest,
-    ToolExecutionResult,
-    ToolExecutor,
-    parse_arguments,
-    result_to_text,
-)
-from .providers import AnthropicChatModel, GeminiChatModel, OpenAIChatModel
-from .schema import Injected, P, ToolParameters
-from .service import (
-    RETHROW,
-    ApprovalRequired,
-    Approve,
-    ChatCompleted,
-    ChatStatus,
-    ConversationState,
-    DeferredResult,
-    Deny,
-    HallucinatedToolStrategy,
-    KeywordToolSearch,
-    PartialOutput,
-    ToolChatResult,
-    ToolErrorContext,
-    ToolErrorHandlerResult,
-    ToolExecutionFinished,
-    ToolExecutionStarted,
-    ToolService,
-)
-from .tools import (
-    LocalFunction,
-    ReturnBehavior,
-    Tool,
-    ToolCard,
-    ToolInfo,
-    tool,
-    tools_from,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the names below are imported on first use (see __getattr__)
+    from .callbacks import CallbackFramework, ToolCallEvents, callback_framework
+    from .chat import (
+        AiMessage,
+        BaseChatModel,
+        ChatMessage,
+        ChatModel,
+        ChatRequest,
+        ChatRequestParameters,
+        ChatResponse,
+        CompleteToolCall,
+        FinishReason,
+        PartialToolCall,
+        ReasoningDelta,
+        ResponseCompleted,
+        ScriptedChatModel,
+        StreamEvent,
+        SystemMessage,
+        TextDelta,
+        TokenUsage,
+        ToolChoice,
+        ToolExecutionResultMessage,
+        UserMessage,
+    )
+    from .context import ToolContext
+    from .errors import (
+        AbortError,
+        AuthenticationError,
+        ErrorCode,
+        HallucinatedToolError,
+        McpError,
+        MissingApiKeyError,
+        ProviderError,
+        RateLimitError,
+        RestfulApiError,
+        SchemaError,
+        StructuredOutputError,
+        ToolArgumentsError,
+        ToolCardError,
+        ToolExecutionError,
+        ToolLoopLimitError,
+        ToolNotSupportedError,
+        ToolTimeoutError,
+        ToolweaveError,
+        UnsupportedOptionError,
+    )
+    from .execution import (
+        AudioContent,
+        ContentPart,
+        DefaultToolExecutor,
+        EmbeddedResource,
+        FileContent,
+        ImageContent,
+        ResourceLink,
+        TextContent,
+        ToolExecution,
+        ToolExecutionRequest,
+        ToolExecutionResult,
+        ToolExecutor,
+        parse_arguments,
+        result_to_text,
+    )
+    from .providers import AnthropicChatModel, GeminiChatModel, OpenAIChatModel
+    from .schema import Injected, P, ToolParameters
+    from .service import (
+        RETHROW,
+        ApprovalRequired,
+        Approve,
+        ChatCompleted,
+        ChatStatus,
+        ConversationState,
+        DeferredResult,
+        Deny,
+        HallucinatedToolStrategy,
+        KeywordToolSearch,
+        PartialOutput,
+        ToolChatResult,
+        ToolErrorContext,
+        ToolErrorHandlerResult,
+        ToolExecutionFinished,
+        ToolExecutionStarted,
+        ToolService,
+    )
+    from .tools import (
+        LocalFunction,
+        ReturnBehavior,
+        Tool,
+        ToolCard,
+        ToolInfo,
+        tool,
+        tools_from,
+    )
 
 __version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    "AbortError": "errors",
+    "AiMessage": "chat",
+    "AnthropicChatModel": "providers",
+    "ApprovalRequired": "service",
+    "Approve": "service",
+    "AudioContent": "execution",
+    "AuthenticationError": "errors",
+    "BaseChatModel": "chat",
+    "CallbackFramework": "callbacks",
+    "ChatCompleted": "service",
+    "ChatMessage": "chat",
+    "ChatModel": "chat",
+    "ChatRequest": "chat",
+    "ChatRequestParameters": "chat",
+    "ChatResponse": "chat",
+    "ChatStatus": "service",
+    "CompleteToolCall": "chat",
+    "ContentPart": "execution",
+    "ConversationState": "service",
+    "DefaultToolExecutor": "execution",
+    "DeferredResult": "service",
+    "Deny": "service",
+    "EmbeddedResource": "execution",
+    "ErrorCode": "errors",
+    "FileContent": "execution",
+    "FinishReason": "chat",
+    "GeminiChatModel": "providers",
+    "HallucinatedToolError": "errors",
+    "HallucinatedToolStrategy": "service",
+    "ImageContent": "execution",
+    "Injected": "schema",
+    "KeywordToolSearch": "service",
+    "LocalFunction": "tools",
+    "McpError": "errors",
+    "MissingApiKeyError": "errors",
+    "OpenAIChatModel": "providers",
+    "P": "schema",
+    "PartialOutput": "service",
+    "PartialToolCall": "chat",
+    "ProviderError": "errors",
+    "RETHROW": "service",
+    "RateLimitError": "errors",
+    "ReasoningDelta": "chat",
+    "ResourceLink": "execution",
+    "ResponseCompleted": "chat",
+    "RestfulApiError": "errors",
+    "ReturnBehavior": "tools",
+    "SchemaError": "errors",
+    "ScriptedChatModel": "chat",
+    "StreamEvent": "chat",
+    "StructuredOutputError": "errors",
+    "SystemMessage": "chat",
+    "TextContent": "execution",
+    "TextDelta": "chat",
+    "TokenUsage": "chat",
+    "Tool": "tools",
+    "ToolArgumentsError": "errors",
+    "ToolCallEvents": "callbacks",
+    "ToolCard": "tools",
+    "ToolCardError": "errors",
+    "ToolChatResult": "service",
+    "ToolChoice": "chat",
+    "ToolContext": "context",
+    "ToolErrorContext": "service",
+    "ToolErrorHandlerResult": "service",
+    "ToolExecution": "execution",
+    "ToolExecutionError": "errors",
+    "ToolExecutionFinished": "service",
+    "ToolExecutionRequest": "execution",
+    "ToolExecutionResult": "execution",
+    "ToolExecutionResultMessage": "chat",
+    "ToolExecutionStarted": "service",
+    "ToolExecutor": "execution",
+    "ToolInfo": "tools",
+    "ToolLoopLimitError": "errors",
+    "ToolNotSupportedError": "errors",
+    "ToolParameters": "schema",
+    "ToolService": "service",
+    "ToolTimeoutError": "errors",
+    "ToolweaveError": "errors",
+    "UnsupportedOptionError": "errors",
+    "UserMessage": "chat",
+    "callback_framework": "callbacks",
+    "parse_arguments": "execution",
+    "result_to_text": "execution",
+    "tool": "tools",
+    "tools_from": "tools",
+}
+"""Where each public name lives. `import toolweave` loads none of them: a name's module is
+imported when the name is first used, so a program pays only for what it uses (declaring a
+tool does not load the HTTP stack, a chat model does not load the MCP client)."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'toolweave' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
 
 __all__ = [
     "RETHROW",

@@ -52,8 +52,6 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
-import jsonschema
-
 from ._utils.jsoncopy import copy_json
 from .errors import SchemaError
 from .tools.card import ToolCard
@@ -108,6 +106,8 @@ def _guarded(transform: _F) -> _F:
         except (TypeError, AttributeError, KeyError, IndexError, ValueError) as e:
             if isinstance(e, SchemaError):
                 raise
+            import jsonschema  # loaded when first needed (import time)
+
             problem = jsonschema.exceptions.best_match(
                 jsonschema.Draft202012Validator(
                     jsonschema.Draft202012Validator.META_SCHEMA

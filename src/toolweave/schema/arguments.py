@@ -38,8 +38,6 @@ import json
 import re
 from typing import Any
 
-import json_repair
-
 from ..errors import ToolArgumentsError
 
 __all__ = [
@@ -241,6 +239,8 @@ def _repair(text: str) -> dict[str, Any] | None:
         pass
     if len(candidate) > GENERAL_REPAIR_MAX_BYTES:
         return None
+    import json_repair  # loaded when first needed (import time)
+
     try:
         value = json_repair.loads(candidate)
     except Exception:

@@ -6,9 +6,10 @@ import inspect
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import docstring_parser
-from docstring_parser import google, rest
+if TYPE_CHECKING:
+    import docstring_parser
 
 __all__ = ["ParsedDocstring", "parse_docstring"]
 
@@ -53,6 +54,9 @@ _SECTION_TITLE = re.compile(r":[ \t\r\f\v]*$", re.M)
 def _parse(text: str) -> docstring_parser.Docstring:
     """`docstring_parser.parse(text)` (AUTO: every style is tried, the one finding the most
     sections wins, the first on a tie), without running the parsers that cannot win."""
+    import docstring_parser  # loaded when first needed (import time)
+    from docstring_parser import google, rest
+
     if _OTHER_STYLES.search(text) is None:
         if _SECTION_TITLE.search(text) is None:
             return rest.parse(text)  # no style finds a section: AUTO picks reST's result

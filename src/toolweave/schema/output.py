@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
 import pydantic
 import pydantic_core
 
@@ -124,6 +123,8 @@ class OutputSchema:
             return spec
         if isinstance(spec, Mapping):
             schema = copy.deepcopy(dict(spec))
+            import jsonschema  # loaded when first needed (import time)
+
             validator_cls = jsonschema.validators.validator_for(
                 schema, default=jsonschema.Draft202012Validator
             )

@@ -26,7 +26,6 @@ import json
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-import jsonschema
 import pydantic
 from pydantic import BaseModel
 
@@ -279,6 +278,8 @@ class JsonSchemaArgumentsValidator:
     def __init__(self, schema: Mapping[str, Any], *, tool_name: str) -> None:
         self.schema = dict(schema)
         self.tool_name = tool_name
+        import jsonschema  # loaded when first needed (import time)
+
         cls = jsonschema.validators.validator_for(
             self.schema, default=jsonschema.Draft202012Validator
         )
