@@ -15,6 +15,8 @@ import gc
 import json
 import random
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
@@ -34,6 +36,7 @@ __all__ = [
     "Result",
     "async_case",
     "baseline_cases",
+    "import_cases",
     "measure",
     "na",
     "stream_chunks",
@@ -148,6 +151,36 @@ def async_case(
         return loop.run_until_complete(batch(n))
 
     return Case(id, label, run, baseline, per, note, max_number=max_number)
+
+
+_IMPORT_CODE = "import time; t = time.process_time_ns(); {stmt}; print(time.process_time_ns() - t)"
+
+
+def import_cases(statements: tuple[str, str]) -> list[Case]:
+    """I.import / I.tool: the CPU time of an import statement in a fresh interpreter (CPU
+    time, not wall time: on a shared machine it is the steadier measure of the same work)."""
+
+    def case(id: str, label: str, stmt: str) -> Case:
+        def run(n: int) -> int:
+            total = 0
+            for _ in range(n):
+                out = subprocess.run(
+                    [sys.executable, "-c", _IMPORT_CODE.format(stmt=stmt)],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    timeout=120,
+                )
+                total += int(out.stdout.strip().splitlines()[-1])
+            return total
+
+        return Case(id, f"{label}: `{stmt}`", run, max_number=3)
+
+    package, tool_import = statements
+    return [
+        case("I.import", "import the package", package),
+        case("I.tool", "import what declaring a tool needs", tool_import),
+    ]
 
 
 def na(id: str, label: str, reason: str) -> Case:

@@ -2,6 +2,8 @@
 several peers read `__annotations__` directly and must see real types)."""
 
 import asyncio
+import itertools
+import re
 import types
 from typing import Any, Literal
 
@@ -81,15 +83,27 @@ def lookup(key: str, limit: int = 10) -> str:
     return key
 
 
+_serial = itertools.count()
+
+
+def _distinct(doc: str | None) -> str | None:
+    """The docstring with a serial number in the summary and every parameter description: the
+    same length and shape each time, but never seen before (defeats docstring caches)."""
+    if doc is None:
+        return None
+    n = next(_serial)
+    return re.sub(r"(\.)(\n|$)", rf" (#{n})\1\2", doc)
+
+
 def fresh(fn: Any, name: str | None = None) -> Any:
-    """A new function object with the same code, signature and docstring (defeats any cache
-    keyed on the function object)."""
+    """A new function object with the same code and signature and a docstring of its own
+    (defeats any cache keyed on the function object or on the docstring text)."""
     clone = types.FunctionType(
         fn.__code__, fn.__globals__, name or fn.__name__, fn.__defaults__, fn.__closure__
     )
     clone.__kwdefaults__ = fn.__kwdefaults__
     clone.__annotations__ = dict(fn.__annotations__)
-    clone.__doc__ = fn.__doc__
+    clone.__doc__ = _distinct(fn.__doc__)
     clone.__module__ = fn.__module__
     clone.__qualname__ = name or fn.__qualname__
     return clone

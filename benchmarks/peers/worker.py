@@ -17,7 +17,7 @@ import sys
 import time
 import warnings
 
-from ._common import Env, baseline_cases, measure
+from ._common import Env, baseline_cases, import_cases, measure
 
 
 def _log(message: str) -> None:
@@ -54,10 +54,15 @@ def main(argv: list[str] | None = None) -> int:
     env = Env(loop=loop, quick=args.quick, sizes=sizes)
     start = time.perf_counter()
     _log(f"[{adapter.NAME}] building cases")
-    cases = baseline_cases(env) + adapter.cases(env)
+    cases = baseline_cases(env) + adapter.cases(env) + import_cases(adapter.IMPORTS)
     setup = time.perf_counter() - start
     _log(f"[{adapter.NAME}] measuring {len(cases)} cases (setup {setup:.1f} s)")
-    results = measure(cases, quick=args.quick, log=_log)
+    try:
+        results = measure(cases, quick=args.quick, log=_log)
+    finally:
+        close = getattr(adapter, "close", None)
+        if close is not None:
+            close()
     loop.run_until_complete(loop.shutdown_asyncgens())
     loop.run_until_complete(loop.shutdown_default_executor())
     loop.close()

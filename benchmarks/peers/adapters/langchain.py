@@ -33,6 +33,8 @@ from .._common import (
 
 NAME = "langchain"
 DISTRIBUTIONS = ("langchain-core", "langgraph", "langgraph-prebuilt", "pydantic")
+IMPORTS = ("import langchain_core.tools", "from langchain_core.tools import tool")
+"""I: importing the package, and importing what declaring a tool needs."""
 
 
 class ScriptedChatModel(BaseChatModel):

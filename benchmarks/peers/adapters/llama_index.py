@@ -27,6 +27,8 @@ from .._common import (
 
 NAME = "llama_index"
 DISTRIBUTIONS = ("llama-index-core", "llama-index-workflows", "pydantic")
+IMPORTS = ("import llama_index.core", "from llama_index.core.tools import FunctionTool")
+"""I: importing the package, and importing what declaring a tool needs."""
 
 
 def _llm(script: list[ChatMessage]) -> MockFunctionCallingLLM:

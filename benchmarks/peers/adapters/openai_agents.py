@@ -37,6 +37,8 @@ from .._common import (
 
 NAME = "openai_agents"
 DISTRIBUTIONS = ("openai-agents", "openai", "pydantic", "griffe")
+IMPORTS = ("import agents", "from agents import function_tool")
+"""I: importing the package, and importing what declaring a tool needs."""
 
 
 class _ScriptedModel(Model):

@@ -37,6 +37,8 @@ from .._common import (
 
 NAME = "pydantic_ai"
 DISTRIBUTIONS = ("pydantic-ai-slim", "pydantic", "griffe")
+IMPORTS = ("import pydantic_ai", "from pydantic_ai import Tool")
+"""I: importing the package, and importing what declaring a tool needs."""
 
 
 def _scripted(script: list[ModelResponse]) -> FunctionModel:

@@ -17,7 +17,7 @@ from toolweave import (
 from toolweave.dialects import openai_tool, openai_tools
 from toolweave.providers import OpenAIStreamAggregator
 
-from .. import _subject
+from .. import _mcp, _subject
 from .._common import (
     BAD_ARGS,
     RAW_ARGS,
@@ -34,6 +34,8 @@ from .._common import (
 
 NAME = "toolweave"
 DISTRIBUTIONS = ("toolweave", "pydantic")
+IMPORTS = ("import toolweave", "from toolweave import tool")
+"""I: importing the package, and importing what declaring a tool needs."""
 
 
 def _aggregate(chunks: list[dict[str, Any]]) -> list[ToolExecutionRequest]:
@@ -98,15 +100,15 @@ def cases(env: Env) -> list[Case]:
     )
     w5_script = [fan_out, AiMessage("done")]
     w5_default = ToolService().tools(w5_tool)
-    w5_wide = ToolService(max_concurrency=W5_CALLS).tools(w5_tool)
+    w5_bounded = ToolService(max_concurrency=16).tools(w5_tool)
 
     async def w5(service: ToolService = w5_default) -> Any:
         result = await service.achat(ScriptedChatModel(w5_script), None, "go")
         assert len(result.tool_executions) == W5_CALLS
         return result
 
-    async def w5_all() -> Any:
-        return await w5(w5_wide)
+    async def w5_bounded_run() -> Any:
+        return await w5(w5_bounded)
 
     # W6: 20 rounds of one trivial call
     w6_script = [
@@ -146,9 +148,9 @@ def cases(env: Env) -> list[Case]:
             baseline="W5.one",
         ),
         async_case(
-            "W5.c50",
-            f"{W5_CALLS} x 20 ms calls, ToolService(max_concurrency={W5_CALLS})",
-            w5_all,
+            "W5.c16",
+            f"{W5_CALLS} x 20 ms calls, tuned: ToolService(max_concurrency=16), an opt-in bound",
+            w5_bounded_run,
             loop,
             baseline="W5.one",
         ),
@@ -171,7 +173,17 @@ def cases(env: Env) -> list[Case]:
         ),
     ]
     out.extend(_scale_cases(env))
+    out.extend(_mcp.cases(loop, _HOLDERS))
     return out
+
+
+_HOLDERS: list[Any] = []
+
+
+def close() -> None:
+    """Stop W9's MCP sessions and servers."""
+    while _HOLDERS:
+        _HOLDERS.pop().close()
 
 
 def _scale_cases(env: Env) -> list[Case]:
