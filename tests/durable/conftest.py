@@ -102,7 +102,9 @@ class Workers:
         if recover:
             args += ["--recover", *recover]
         out = open(self.tmp / f"{executor}.out", "ab")  # noqa: SIM115
-        env = dict(os.environ, PYTHONPATH=str(REPO / "tests" / "durable"))
+        # this checkout's package first, whatever an installed (editable) copy points at
+        path = os.pathsep.join([str(REPO / "src"), str(REPO / "tests" / "durable")])
+        env = dict(os.environ, PYTHONPATH=path)
         proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO)
         out.close()
         self.procs[executor] = proc

@@ -70,6 +70,13 @@ def charge(tag: str, amount: int) -> str:
     return f"charged {amount}"
 
 
+@tool(requires_approval=True)
+def pay(tag: str, to: str, amount: int) -> str:
+    """Pay someone (needs a person's approval)."""
+    log(f"pay {tag} {to} {amount}")
+    return f"paid {amount} to {to}"
+
+
 @tool(idempotent=True)
 def crunch(tag: str, n: int, rounds: int) -> str:
     """CPU-bound work: `rounds` chained SHA-256 hashes."""
@@ -89,11 +96,22 @@ def _call(name: str, cid: str, **args: object) -> ToolExecutionRequest:
 def script(request: ChatRequest) -> AiMessage:
     """Deterministic model: the tag is the first user message; the turn is the number of
     AI messages so far. `kill-*`: [lookup a, lookup b] → [charge, lookup c] → answer.
-    `scale-*-R`: four `crunch` calls of R rounds → answer."""
+    `scale-*-R`: four `crunch` calls of R rounds → answer. `approve-*`: [lookup, pay (needs
+    approval)] → answer."""
     tag = request.messages[0].text or ""  # type: ignore[union-attr]
     turn = sum(1 for m in request.messages if m.type == "ai")
     log(f"model {tag} {turn}")
     maybe_hang(f"model:{turn}")
+    if tag.startswith("approve-"):
+        if turn == 0:
+            return AiMessage(
+                tool_execution_requests=[
+                    _call("lookup", "a0", tag=tag, key="balance"),
+                    _call("pay", "p1", tag=tag, to="Bob", amount=30),
+                ]
+            )
+        results = [m.text for m in request.messages if m.type == "tool_result"]  # type: ignore[union-attr]
+        return AiMessage(f"{tag} finished: " + " | ".join(results))
     if tag.startswith("scale-"):
         if turn == 0:
             rounds = int(tag.rsplit("-", 1)[1])
@@ -141,6 +159,12 @@ def build(tool_queue: bool) -> None:
         conversation_queue=cq,
         on_unknown_outcome=unknown,
     ).tools(lookup, charge, crunch)
+    DurableToolService(
+        "bank",
+        model=ScriptedChatModel(script),
+        tool_queue=tq,
+        conversation_queue=cq,
+    ).tools(lookup, pay)
     DurableToolService(
         "reconciling",
         model=ScriptedChatModel(script),

@@ -1,4 +1,5 @@
-"""`toolweave runs list|show|cancel|resume`: operate durable conversations.
+"""`toolweave runs list|show|cancel|resume|pending|approve|deny`: operate durable
+conversations.
 
 `runs_app` is a `typer.Typer`; the main `toolweave` CLI mounts it as `runs` when DBOS is
 installed, and `toolweave.durable` is imported only when one of these commands runs (DBOS
@@ -21,7 +22,7 @@ __all__ = ["runs_app"]
 
 runs_app = typer.Typer(
     name="runs",
-    help="List, inspect, cancel and resume durable conversations.",
+    help="List, inspect, cancel and resume durable conversations; decide waiting tool calls.",
     no_args_is_help=True,
 )
 
@@ -148,3 +149,81 @@ def resume_run(
 ) -> None:
     """Resume a cancelled or failed conversation from its last recorded step."""
     _control(conversation_id, db, app, "resume")
+
+
+@runs_app.command("pending")
+def pending_calls(
+    db: Db,
+    app: App = "toolweave",
+    conversation_id: Annotated[
+        str | None, typer.Argument(help="Only this conversation (default: every one).")
+    ] = None,
+    as_json: AsJson = False,
+) -> None:
+    """List the tool calls waiting for a decision (approval, or a deferred result)."""
+    with _client(db, app) as client:
+        waiting = client.pending(conversation_id)
+    if as_json:
+        typer.echo(
+            json.dumps(
+                [{"conversation_id": cid, **call.model_dump()} for cid, call in waiting], indent=2
+            )
+        )
+        return
+    typer.echo(f"{'CONVERSATION':<40} {'CALL':<24} {'REASON':<9} TOOL(ARGUMENTS)")
+    for cid, call in waiting:
+        typer.echo(f"{cid:<40} {call.id:<24} {call.reason:<9} {call.tool_name}({call.arguments})")
+
+
+def _decide(db: str, app: str, conversation_id: str, call_id: str, decision: Any) -> None:
+    from ..errors import ToolweaveError
+
+    with _client(db, app) as client:
+        try:
+            client.decide(conversation_id, call_id, decision)
+        except ToolweaveError as e:
+            typer.echo(f"error: {e.message}", err=True)
+            raise typer.Exit(1) from e
+    kind = type(decision).__name__.lower()
+    typer.echo(
+        json.dumps({"conversation_id": conversation_id, "call_id": call_id, "decision": kind})
+    )
+
+
+@runs_app.command("approve")
+def approve_call(
+    conversation_id: Annotated[str, typer.Argument(help="The conversation (workflow) id.")],
+    call_id: Annotated[str, typer.Argument(help="The waiting tool call's id.")],
+    db: Db,
+    app: App = "toolweave",
+    arguments: Annotated[
+        str | None,
+        typer.Option("--arguments", help="Run the call with these arguments instead (JSON)."),
+    ] = None,
+) -> None:
+    """Approve a waiting tool call: the conversation runs it and goes on."""
+    from ..service.approvals import Approve
+
+    if arguments is not None:
+        try:
+            json.loads(arguments)
+        except ValueError as e:
+            typer.echo(f"error: --arguments is not JSON: {e}", err=True)
+            raise typer.Exit(2) from e
+    _decide(db, app, conversation_id, call_id, Approve(arguments))
+
+
+@runs_app.command("deny")
+def deny_call(
+    conversation_id: Annotated[str, typer.Argument(help="The conversation (workflow) id.")],
+    call_id: Annotated[str, typer.Argument(help="The waiting tool call's id.")],
+    db: Db,
+    app: App = "toolweave",
+    message: Annotated[
+        str | None, typer.Option("--message", help="What the model is told instead.")
+    ] = None,
+) -> None:
+    """Deny a waiting tool call: it does not run; the model is told why."""
+    from ..service.approvals import Deny
+
+    _decide(db, app, conversation_id, call_id, Deny(message) if message else Deny())

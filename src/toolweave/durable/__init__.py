@@ -17,6 +17,8 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 from .ops import ConversationClient, ConversationInfo, StepRecord
 from .service import (
     CONVERSATION_WORKFLOW_PREFIX,
+    DECISION_TOPIC,
+    PENDING_EVENT,
     PROGRESS_EVENT,
     RERUN,
     TOOL_OUTCOME_UNKNOWN,
@@ -35,6 +37,8 @@ from .service import (
 
 __all__ = [
     "CONVERSATION_WORKFLOW_PREFIX",
+    "DECISION_TOPIC",
+    "PENDING_EVENT",
     "PROGRESS_EVENT",
     "RERUN",
     "TOOL_OUTCOME_UNKNOWN",

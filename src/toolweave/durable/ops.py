@@ -4,6 +4,7 @@ never runs conversation code itself."""
 
 from __future__ import annotations
 
+import builtins
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -14,10 +15,20 @@ from dbos import DBOSClient, EnqueueOptions, WorkflowStatus
 
 from ..chat.messages import ChatMessage
 from ..chat.request import ChatRequestParameters
+from ..service.approvals import (
+    Decision,
+    DeferredResult,
+    Deny,
+    InvalidConversationStateError,
+    PendingCall,
+    decision_message,
+)
 from ..service.result import ToolChatResult
 from ._codec import decode_result
 from .service import (
     CONVERSATION_WORKFLOW_PREFIX,
+    DECISION_TOPIC,
+    PENDING_EVENT,
     PROGRESS_EVENT,
     ConversationFailedError,
     conversation_payload,
@@ -254,3 +265,43 @@ class ConversationClient:
         """Resume a cancelled or failed conversation from its last recorded step; a live
         worker picks it up."""
         self._client.resume_workflow(conversation_id)
+
+    # approvals ------------------------------------------------------------------------------
+    def pending(self, conversation_id: str | None = None) -> builtins.list[tuple[str, PendingCall]]:
+        """The calls waiting for a decision, as (conversation id, call): of one
+        conversation, or of every running one."""
+        if conversation_id is not None:
+            ids = [conversation_id]
+        else:
+            rows = self._client.list_workflows(
+                status="PENDING", load_input=False, load_output=False
+            )
+            ids = [r.workflow_id for r in rows if r.name.startswith(CONVERSATION_WORKFLOW_PREFIX)]
+        out: builtins.list[tuple[str, PendingCall]] = []
+        for cid in ids:
+            waiting = self._client.get_event(cid, PENDING_EVENT, timeout_seconds=0)
+            for call in waiting or ():
+                out.append((cid, PendingCall.model_validate(call)))
+        return out
+
+    def decide(self, conversation_id: str, call_id: str, decision: Decision) -> None:
+        """Send `decision` for the waiting call `call_id` of a durable conversation (the
+        worker running it, or the one that recovers it, goes on). A call that is not
+        waiting is an `InvalidConversationStateError`."""
+        waiting = {call.id: call for cid, call in self.pending(conversation_id)}
+        call = waiting.get(call_id)
+        if call is None:
+            raise InvalidConversationStateError(
+                f"conversation {conversation_id!r} has no call {call_id!r} waiting for a "
+                f"decision (waiting: {', '.join(waiting) or 'none'})"
+            )
+        if call.reason == "deferred" and not isinstance(decision, DeferredResult | Deny):
+            raise InvalidConversationStateError(
+                f"{call_id!r} is a deferred call: answer it with DeferredResult (or Deny)"
+            )
+        self._client.send(
+            conversation_id,
+            decision_message(call_id, decision),
+            DECISION_TOPIC,
+            idempotency_key=f"{conversation_id}:{call_id}",
+        )

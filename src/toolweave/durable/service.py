@@ -36,6 +36,7 @@ from ..chat.response import ChatResponse
 from ..errors import ErrorCode, ToolweaveError
 from ..execution.requests import ToolExecutionRequest
 from ..execution.results import ToolExecutionResult
+from ..service.approvals import Decision, PendingCall, read_decision
 from ..service.result import ChatCompleted, ToolChatResult
 from ..service.service import ServiceEvent, ToolService, _Run
 from ._codec import (
@@ -50,6 +51,8 @@ from ._codec import (
 
 __all__ = [
     "CONVERSATION_WORKFLOW_PREFIX",
+    "DECISION_TOPIC",
+    "PENDING_EVENT",
     "PROGRESS_EVENT",
     "RERUN",
     "TOOL_OUTCOME_UNKNOWN",
@@ -74,6 +77,11 @@ TOOL_WORKFLOW_PREFIX: Final = "toolweave.tool."
 """Queued tool-call workflows are named this plus the service name."""
 PROGRESS_EVENT: Final = "toolweave.progress"
 """The DBOS event key under which a conversation publishes its history as it goes."""
+PENDING_EVENT: Final = "toolweave.pending"
+"""The DBOS event key under which a conversation publishes the calls waiting for a
+decision (an empty list when none wait)."""
+DECISION_TOPIC: Final = "toolweave.decision"
+"""The DBOS message topic on which a waiting conversation receives decisions."""
 TOOL_OUTCOME_UNKNOWN: Final = "tool_outcome_unknown"
 """Callback event fired (once, when decided) for an interrupted non-idempotent call."""
 
@@ -301,6 +309,9 @@ class DurableToolService(ToolService):
     `reconcile` (or per-tool `reconcilers`) decides interrupted non-idempotent calls;
     `on_unknown_outcome(info)` is told when one is reported as unknown.
     `model_step_options` are DBOS step options for model calls (e.g. retries).
+    Calls that need approval make the conversation wait for decisions sent with
+    `ConversationClient.decide` (or `toolweave runs approve|deny`); `decision_poll` is how
+    long one wait for a message lasts before waiting again (seconds).
     """
 
     def __init__(
@@ -316,9 +327,11 @@ class DurableToolService(ToolService):
         on_unknown_outcome: Callable[[UnknownOutcome], Any] | None = None,
         model_step_options: StepOptions | None = None,
         max_recovery_attempts: int = 50,
+        decision_poll: float = 3600.0,
         **options: Any,
     ) -> None:
         super().__init__(**options)
+        self.decision_poll = decision_poll
         self.name = name
         self.models: dict[str, ChatModel] = dict(models or {})
         if model is not None:
@@ -539,6 +552,32 @@ class DurableToolService(ToolService):
             ) from e
         finally:
             _STATE.reset(token)
+
+    async def _await_decisions(
+        self, run: _Run, waiting: list[PendingCall]
+    ) -> Mapping[str, Decision] | None:
+        """In a conversation workflow, calls that need approval (or deferred calls) do not
+        end it: it publishes them (`PENDING_EVENT`) and waits for one decision per call on
+        `DECISION_TOPIC` (`ConversationClient.decide`, `toolweave runs approve|deny`).
+        Waiting holds no thread, and survives restarts: DBOS replays received messages."""
+        if _STATE.get() is None:
+            return None
+        ids = {call.id for call in waiting}
+        await DBOS.set_event_async(PENDING_EVENT, [call.model_dump() for call in waiting])
+        await self._publish(run, "waiting")
+        decisions: dict[str, Decision] = {}
+        while len(decisions) < len(ids):
+            message = await DBOS.recv_async(DECISION_TOPIC, timeout_seconds=self.decision_poll)
+            decided = read_decision(message)
+            if decided is None or decided[0] not in ids:
+                if message is not None:
+                    logger.warning(
+                        "conversation %s: ignored a decision: %r", DBOS.workflow_id, message
+                    )
+                continue
+            decisions.setdefault(*decided)
+        await DBOS.set_event_async(PENDING_EVENT, [])
+        return decisions
 
     async def _publish(self, run: _Run, phase: str) -> None:
         await DBOS.set_event_async(

@@ -196,6 +196,46 @@ class ApprovalRequired:
     state: ConversationState
 
 
+def decision_message(call_id: str, decision: Decision) -> dict[str, Any]:
+    """`decision` for `call_id` as plain JSON data (sent to a durable conversation)."""
+    if isinstance(decision, Approve):
+        arguments = decision.arguments
+        if arguments is not None and not isinstance(arguments, str):
+            arguments = dict(arguments)
+        return {"call_id": call_id, "decision": "approve", "arguments": arguments}
+    if isinstance(decision, Deny):
+        return {"call_id": call_id, "decision": "deny", "message": decision.message}
+    return {
+        "call_id": call_id,
+        "decision": "result",
+        "text": decision.text,
+        "result": decision.result,
+        "is_error": decision.is_error,
+    }
+
+
+def read_decision(message: Any) -> tuple[str, Decision] | None:
+    """The (call id, decision) in a `decision_message`; None for anything else."""
+    if not isinstance(message, Mapping) or not isinstance(message.get("call_id"), str):
+        return None
+    kind = message.get("decision")
+    decision: Decision
+    if kind == "approve":
+        decision = Approve(message.get("arguments"))
+    elif kind == "deny":
+        text = message.get("message")
+        decision = Deny(str(text)) if text else Deny()
+    elif kind == "result":
+        decision = DeferredResult(
+            str(message.get("text", "")),
+            result=message.get("result"),
+            is_error=bool(message.get("is_error")),
+        )
+    else:
+        return None
+    return message["call_id"], decision
+
+
 async def needs_approval(
     policy: ApprovalPolicy | None, call: ToolExecutionRequest, context: ToolContext
 ) -> bool:

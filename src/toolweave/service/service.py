@@ -817,9 +817,22 @@ class ToolService:
                 if abort is not None:
                     raise abort
                 if gated:
-                    async for event in self._pause(run, response, gated, rounds, streaming):
+                    decisions = await self._await_decisions(run, gated)
+                    if decisions is None:
+                        async for event in self._pause(run, response, gated, rounds, streaming):
+                            yield event
+                        return
+                    run.resume = ConversationState(
+                        messages=tuple(run.messages), pending=tuple(gated), rounds=rounds
+                    )
+                    run.decisions = dict(decisions)
+                    pending = [g.request for g in gated]
+                    async for event in self._resume(run, turn):
                         yield event
-                    return
+                    pending = []
+                    if turn.finished:
+                        return
+                    continue
                 if self._returns_immediately(calls, [o.execution.has_failed for o in outcomes]):
                     yield ChatCompleted(run.result(response, immediate=True))
                     return
@@ -1015,6 +1028,13 @@ class ToolService:
         run.gates[call.id] = gate
         return gate
 
+    async def _await_decisions(
+        self, run: _Run, waiting: list[PendingCall]
+    ) -> Mapping[str, Decision] | None:
+        """Decisions for `waiting`, obtained without ending the conversation (a hook:
+        durable conversations wait for them as messages); None pauses the loop."""
+        return None
+
     async def _pause(
         self,
         run: _Run,
@@ -1088,6 +1108,12 @@ class ToolService:
             ):
                 yield event
             return
+        # every call of the round is answered: results in request order, as without a pause
+        order = {c.id: i for i, c in enumerate(ai.tool_execution_requests)}
+        answers = run.messages[position + 1 :]
+        if all(isinstance(m, ToolExecutionResultMessage) for m in answers):
+            answers.sort(key=lambda m: order.get(getattr(m, "id", ""), len(order)))
+            run.messages[position + 1 :] = answers
         errors = {
             m.id: m.is_error
             for m in run.messages[position + 1 :]
