@@ -2,7 +2,9 @@
 
 Run one target for a while:  python tests/fuzz/fuzz_targets.py arguments -max_total_time=60
 Targets: arguments (parse + repair + both validators), dialects (every transform on an
-arbitrary JSON schema), sse (the providers' SSE decoder and OpenAI stream aggregation).
+arbitrary JSON schema), sse (the providers' SSE decoder and OpenAI stream aggregation),
+sse_limits (streams up to twice the event size limit through the limited decoder and the
+three providers' parsers, with a time budget per input).
 Anything but the documented typed errors is a crash.
 """
 
@@ -15,6 +17,8 @@ from typing import Any
 import atheris
 
 with atheris.instrument_imports(include=["toolweave"]):
+    from sse_invariant import MAX_INPUT, check_stream
+
     from toolweave import (
         SchemaError,
         ToolArgumentsError,
@@ -125,7 +129,31 @@ def fuzz_sse(data: bytes) -> None:
             pass  # documented: a malformed stream is a typed ProviderError
 
 
-TARGETS = {"arguments": fuzz_arguments, "dialects": fuzz_dialects, "sse": fuzz_sse}
+def fuzz_sse_limits(data: bytes) -> None:
+    """Streams up to twice the event size limit, built from fuzzed pieces repeated up to
+    4096 times and cut into fuzzed reads, through the size-limited decoder and the three
+    providers' parsers: only the typed errors escape, within the time budget
+    (tests/fuzz/sse_invariant.py)."""
+    fdp = atheris.FuzzedDataProvider(data)
+    chunks: list[bytes] = []
+    total = 0
+    while fdp.remaining_bytes() and total < MAX_INPUT:
+        piece = fdp.ConsumeBytes(fdp.ConsumeIntInRange(1, 64))
+        if not piece:
+            break
+        block = (piece * fdp.ConsumeIntInRange(1, 4096))[: MAX_INPUT - total]
+        step = max(fdp.ConsumeIntInRange(1, 16384), len(block) // 2048)
+        chunks.extend(block[i : i + step] for i in range(0, len(block), step))
+        total += len(block)
+    check_stream(chunks)
+
+
+TARGETS = {
+    "arguments": fuzz_arguments,
+    "dialects": fuzz_dialects,
+    "sse": fuzz_sse,
+    "sse_limits": fuzz_sse_limits,
+}
 
 
 def main() -> None:

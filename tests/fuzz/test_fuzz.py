@@ -21,7 +21,7 @@ HERE = Path(__file__).resolve().parent
 SECONDS = int(os.environ.get("FUZZ_SECONDS", "10"))
 
 
-@pytest.mark.parametrize("target", ["arguments", "dialects", "sse"])
+@pytest.mark.parametrize("target", ["arguments", "dialects", "sse", "sse_limits"])
 def test_fuzz_target_survives(target: str, tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
     seeds = HERE / "seeds" / target
