@@ -21,7 +21,12 @@ from toolweave.chat import (
     UserMessage,
 )
 from toolweave.errors import ErrorCode, ProviderError
-from toolweave.providers import AnthropicChatModel, GeminiChatModel, OpenAIChatModel
+from toolweave.providers import (
+    AnthropicChatModel,
+    GeminiChatModel,
+    OpenAIChatModel,
+    OpenAIResponsesChatModel,
+)
 from toolweave.tools import ToolCard
 
 ECHO = ToolCard(
@@ -59,6 +64,11 @@ WRONG_SHAPES: dict[str, list[Any]] = {
         {"candidates": [{"content": {"parts": "abc"}}]},
         {"unexpected": True},
     ],
+    "responses": [
+        [],
+        {"output": "x"},
+        {"output": [1]},
+    ],
 }
 
 
@@ -68,6 +78,10 @@ def _model(provider: str, server: ProviderServer) -> Any:
         return OpenAIChatModel("m", api_key=key, base_url=f"{server.url}/v1", max_retries=0)
     if provider == "anthropic":
         return AnthropicChatModel("m", api_key=key, base_url=server.url, max_retries=0)
+    if provider == "responses":
+        return OpenAIResponsesChatModel(
+            "m", api_key=key, base_url=f"{server.url}/v1", max_retries=0
+        )
     return GeminiChatModel("m", api_key=key, base_url=server.url, max_retries=0)
 
 
@@ -90,7 +104,7 @@ async def test_wrong_shaped_200_json_is_response_invalid(
         assert error.__cause__ is None or isinstance(error.__cause__, ProviderError)
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini", "responses"])
 @pytest.mark.parametrize("status", [200, 400])
 async def test_json_nested_too_deeply_is_typed_not_recursion_error(
     server: ProviderServer, provider: str, status: int
@@ -117,7 +131,7 @@ def _deep_stream(provider: str) -> list[str]:
     return [f"data: {deep}\n\n"]
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini", "responses"])
 async def test_deeply_nested_stream_event_is_typed(server: ProviderServer, provider: str) -> None:
     async with _model(provider, server) as model:
         server.enqueue({"sse": _deep_stream(provider)}, {"sse": _deep_stream(provider)})

@@ -36,7 +36,13 @@ from ..execution.requests import ToolExecutionRequest
 from ._answer import ANSWER_DESCRIPTION, Answer, answer_schema, answer_text
 from ._base import HttpChatModel, StreamParser, arguments_object, feed_batch, finish_stream
 from ._eventstream import EXCEPTION_PREFIX, AwsEventStreamDecoder
-from ._http import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRIES, HttpTransport, _backoff
+from ._http import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_MAX_RETRIES,
+    HttpTransport,
+    _backoff,
+    decode_json,
+)
 from ._sse import SSEEvent
 from .tool_results import text_stand_in
 
@@ -193,7 +199,7 @@ class BedrockStreamParser:
         kind = event.event or ""
         if kind.startswith(EXCEPTION_PREFIX):
             raise self._exception(kind.removeprefix(EXCEPTION_PREFIX), event.data)
-        data = json.loads(event.data) if event.data.strip() else {}
+        data = decode_json(event.data) if event.data.strip() else {}
         if not isinstance(data, dict):
             raise self._transport.protocol_error(f"a {kind} frame is not a JSON object")
         out: list[StreamEvent] = []

@@ -34,7 +34,7 @@ from ..execution.content import FileContent, ImageContent, TextContent
 from ..execution.requests import ToolExecutionRequest
 from ._azure import AZURE_PROVIDER, AzureSettings, TokenProvider
 from ._base import HttpChatModel
-from ._http import DEFAULT_MAX_RETRIES, HttpTransport
+from ._http import DEFAULT_MAX_RETRIES, HttpTransport, decode_json
 from ._sse import SSEEvent
 from .tool_results import openai_responses_tool_output
 
@@ -201,7 +201,7 @@ class ResponsesStreamParser:
             logger.warning("openai responses stream: event after the response ended ignored")
             return []
         try:
-            data = json.loads(event.data)
+            data = decode_json(event.data)
         except ValueError:
             raise self._transport.protocol_error(
                 f"a stream event is not JSON: {event.data[:200]!r}"
