@@ -256,3 +256,47 @@ def test_cli_http_start_up_line_is_the_full_url() -> None:
 
 
 _ = DEMO
+
+
+async def test_a_served_tool_requiring_approval_asks_through_elicitation() -> None:
+    """`requires_approval` on a served tool: the server asks the client's user (MCP
+    elicitation) before running it; a decline, or a client that cannot be asked, is an
+    error result and the tool does not run."""
+    import mcp_types
+
+    ran: list[int] = []
+
+    @tool(requires_approval=lambda args, ctx: args["amount"] > 10)
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        ran.append(amount)
+        return f"paid {amount}"
+
+    server = build_mcp_server([pay])
+    questions: list[str] = []
+    answers = iter([True, False])
+
+    async def elicit(context: object, params: mcp_types.ElicitRequestParams) -> object:
+        questions.append(params.message)
+        approve = next(answers)
+        return mcp_types.ElicitResult(action="accept", content={"approve": approve})
+
+    async with (
+        asyncio.timeout(TEST_TIMEOUT),
+        Client(server, mode="legacy", elicitation_callback=elicit) as client,
+    ):
+        small = await client.call_tool("pay", {"amount": 5})  # under the policy: not asked
+        assert not small.is_error and ran == [5] and questions == []
+        approved = await client.call_tool("pay", {"amount": 50})
+        assert not approved.is_error and ran == [5, 50]
+        assert "'pay'" in questions[0] and '"amount": 50' in questions[0]
+        declined = await client.call_tool("pay", {"amount": 70})
+        assert declined.is_error and ran == [5, 50]
+        assert "did not approve" in declined.content[0].text  # type: ignore[union-attr]
+    async with (
+        asyncio.timeout(TEST_TIMEOUT),
+        Client(server, mode="legacy") as client,
+    ):  # no elicitation
+        refused = await client.call_tool("pay", {"amount": 99})
+        assert refused.is_error and ran == [5, 50]
+        assert "elicitation" in refused.content[0].text  # type: ignore[union-attr]

@@ -35,8 +35,8 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.uri_template import UriTemplate
 
 from .. import __version__
-from ..context import ElicitationResult, use_tool_channel
-from ..errors import McpError, ToolCardError, ToolNotSupportedError
+from ..context import ElicitationResult, ToolContext, use_tool_channel
+from ..errors import McpError, ToolCardError, ToolNotSupportedError, ToolweaveError
 from ..execution.content import (
     AudioContent,
     EmbeddedResource,
@@ -48,6 +48,7 @@ from ..execution.content import (
 from ..execution.executor import DefaultToolExecutor, error_text
 from ..execution.requests import ToolExecutionRequest
 from ..execution.results import ToolExecutionResult
+from ..tools.approval import needs_approval
 from ..tools.base import Tool
 from .features import Feature, McpCompletion, McpPrompt, McpResource
 
@@ -306,6 +307,50 @@ class _ServerChannel:
         return ElicitationResult(action=result.action, content=content)
 
 
+_APPROVAL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "approve": {
+            "type": "boolean",
+            "title": "Run this tool call",
+            "description": "Yes runs the call; no refuses it.",
+            "default": False,
+        }
+    },
+    "required": ["approve"],
+}
+
+
+async def _approval_refused(
+    tool: Tool, request: ToolExecutionRequest, channel: _ServerChannel
+) -> str | None:
+    """For a tool whose card requires approval: ask the client's user through MCP
+    elicitation; the error text when the call may not run (declined, or the client cannot
+    be asked), else None."""
+    policy = tool.card.requires_approval
+    if policy is False:
+        return None
+    context = ToolContext(tool_name=tool.card.name, request_id=request.id)
+    if not await needs_approval(policy, request, context):
+        return None
+    question = (
+        f"The tool {tool.card.name!r} wants to run with these arguments: {request.arguments}. "
+        "Allow it?"
+    )
+    try:
+        answer = await channel.elicit(question, _APPROVAL_SCHEMA)
+    except ToolNotSupportedError:
+        return (
+            f"The tool {tool.card.name!r} requires the user's approval, and this MCP client "
+            "cannot ask for it (it does not support elicitation); the call was not run."
+        )
+    except ToolweaveError as e:
+        return f"Approval for {tool.card.name!r} could not be asked: {e.message}"
+    if answer.action == "accept" and (answer.content or {}).get("approve") is True:
+        return None
+    return f"The user did not approve this call of {tool.card.name!r}; it was not run."
+
+
 def _sampling_messages(messages: Any) -> list[mcp_types.SamplingMessage]:
     items = [messages] if isinstance(messages, (str, Mapping)) else list(messages)
     out: list[mcp_types.SamplingMessage] = []
@@ -530,8 +575,12 @@ def build_mcp_server(
         request = ToolExecutionRequest(
             name=params.name, arguments=json.dumps(params.arguments or {}, ensure_ascii=False)
         )
+        channel = _ServerChannel(ctx)
+        refused = await _approval_refused(by_name[params.name], request, channel)
+        if refused is not None:
+            return _error(refused)
         try:
-            with use_tool_channel(_ServerChannel(ctx)):
+            with use_tool_channel(channel):
                 result = await executor.aexecute_with_result(request)
         except Exception as e:  # bad arguments, aborted by a callback, not supported
             return _error(error_text(e))

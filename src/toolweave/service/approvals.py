@@ -11,8 +11,7 @@ it as the conversation with `decisions={call_id: Approve() | Deny(...) | Deferre
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
@@ -20,10 +19,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..chat.messages import AiMessage, ChatMessage, ToolExecutionResultMessage
-from ..context import ToolContext
 from ..errors import ToolweaveError
 from ..execution.requests import ToolExecutionRequest
 from ..schema.arguments import parse_arguments
+from ..tools.approval import ApprovalPolicy
 
 __all__ = [
     "ApprovalPolicy",
@@ -38,9 +37,6 @@ __all__ = [
     "PendingCall",
 ]
 
-ApprovalPolicy = bool | Callable[[dict[str, Any], ToolContext], Any]
-"""`requires_approval`: a bool, or a function of the call's arguments and its `ToolContext`
-returning (or awaiting to) a bool, deciding per call."""
 
 STATE_VERSION = 1
 
@@ -234,25 +230,6 @@ def read_decision(message: Any) -> tuple[str, Decision] | None:
     else:
         return None
     return message["call_id"], decision
-
-
-async def needs_approval(
-    policy: ApprovalPolicy | None, call: ToolExecutionRequest, context: ToolContext
-) -> bool:
-    """Whether `call` must wait for approval under `policy` (a failing or unparsable policy
-    check asks for approval: when in doubt, a human decides)."""
-    if policy is None or policy is False:
-        return False
-    if policy is True:
-        return True
-    try:
-        arguments = parse_arguments(call.arguments, tool_name=call.name)
-        decided = policy(arguments if isinstance(arguments, dict) else {}, context)
-        if inspect.isawaitable(decided):
-            decided = await decided
-    except Exception:
-        return True
-    return bool(decided)
 
 
 def check_decisions(state: ConversationState, decisions: Mapping[str, Decision]) -> None:

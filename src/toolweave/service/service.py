@@ -66,6 +66,7 @@ from ..execution.requests import ToolExecutionRequest
 from ..execution.results import ToolExecution, ToolExecutionResult
 from ..schema.arguments import parse_arguments
 from ..schema.output import OutputSchema, OutputValidationError, PartialJsonStream
+from ..tools.approval import needs_approval
 from ..tools.base import Tool
 from ..tools.card import ReturnBehavior, ToolCard, ToolInfo
 from ..tools.decorator import tool as make_tool
@@ -81,7 +82,6 @@ from .approvals import (
     Deny,
     PendingCall,
     check_decisions,
-    needs_approval,
 )
 from .handlers import (
     HallucinatedToolStrategy,
