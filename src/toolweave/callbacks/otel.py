@@ -1,16 +1,24 @@
 """OpenTelemetry spans following the GenAI semantic conventions (when `opentelemetry-api` is
 installed and a tracer provider is configured; otherwise nothing happens and nothing costs).
+
+Content (messages, tool arguments and results) is recorded only when opted in, as the
+conventions ask: `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` (or `SPAN_ONLY`,
+`SPAN_AND_EVENT`), or `set_content_capture(True)`. Captured content is masked first
+(`mask_secrets`): values under credential-like keys and credential-shaped text become `***`.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import json
+import os
+import re
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 try:  # the `otel` extra
     from opentelemetry import trace as _trace
-    from opentelemetry.trace import ProxyTracerProvider, Status, StatusCode
+    from opentelemetry.trace import ProxyTracerProvider, SpanKind, Status, StatusCode
 
     try:
         from opentelemetry.trace import NoOpTracerProvider
@@ -19,7 +27,22 @@ try:  # the `otel` extra
 except ImportError:  # pragma: no cover - exercised when the extra is absent
     _trace = None  # type: ignore[assignment]
 
-__all__ = ["span", "tracing_enabled"]
+__all__ = [
+    "CAPTURE_CONTENT_ENV",
+    "content_capture_enabled",
+    "content_json",
+    "current",
+    "mask_secrets",
+    "record_error",
+    "record_tool_content",
+    "set_content_capture",
+    "span",
+    "tracer",
+    "tracing_enabled",
+]
+
+CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+_capture: bool | None = None
 
 _INSTRUMENTATION = "toolweave"
 
@@ -36,15 +59,27 @@ def tracing_enabled() -> bool:
     return not isinstance(provider, (ProxyTracerProvider, NoOpTracerProvider))
 
 
+def tracer() -> Any:
+    """toolweave's tracer (call only when `tracing_enabled()`)."""
+    return _trace.get_tracer(_INSTRUMENTATION)
+
+
+def record_error(s: Any, error: BaseException) -> None:
+    """Mark span `s` failed with `error`: `error.type` is the exception's class name."""
+    s.set_attribute("error.type", type(error).__qualname__)
+    s.set_status(Status(StatusCode.ERROR, type(error).__qualname__))
+
+
 @contextlib.contextmanager
-def span(name: str, attributes: dict[str, Any]) -> Iterator[Any]:
-    """Open a span (or nothing) and record an exception's type on it as `error.type`."""
+def span(name: str, attributes: dict[str, Any], *, client: bool = False) -> Iterator[Any]:
+    """Open a span (or nothing), current while the block runs, and record an exception's
+    type on it as `error.type`; `client=True` makes it a CLIENT span."""
     if not tracing_enabled():
         yield None
         return
-    tracer = _trace.get_tracer(_INSTRUMENTATION)
-    with tracer.start_as_current_span(
+    with tracer().start_as_current_span(
         name,
+        kind=SpanKind.CLIENT if client else SpanKind.INTERNAL,
         attributes={k: v for k, v in attributes.items() if v is not None},
         record_exception=False,
         set_status_on_exception=False,
@@ -52,9 +87,119 @@ def span(name: str, attributes: dict[str, Any]) -> Iterator[Any]:
         try:
             yield s
         except BaseException as e:
-            s.set_attribute("error.type", type(e).__qualname__)
-            s.set_status(Status(StatusCode.ERROR, type(e).__qualname__))
+            record_error(s, e)
             raise
+
+
+def current(s: Any | None) -> contextlib.AbstractContextManager[Any]:
+    """Make span `s` the current one for a block (nothing when `s` is None); it is not
+    ended on exit."""
+    if s is None:
+        return contextlib.nullcontext()
+    return _trace.use_span(  # type: ignore[no-any-return]
+        s, end_on_exit=False, record_exception=False, set_status_on_exception=False
+    )
+
+
+# content capture -----------------------------------------------------------------------------
+def set_content_capture(enabled: bool | None) -> None:
+    """Record message contents and tool arguments/results on spans (`True`), never
+    (`False`), or as `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` says (`None`, the
+    default)."""
+    global _capture
+    _capture = enabled
+
+
+def content_capture_enabled() -> bool:
+    """Whether content is recorded on spans (see `set_content_capture`)."""
+    if _capture is not None:
+        return _capture
+    value = os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower()
+    return value in ("true", "1", "yes", "span_only", "span_and_event")
+
+
+_SECRET_WORDS = (
+    "password",
+    "passwd",
+    "secret",
+    "apikey",
+    "authorization",
+    "cookie",
+    "credential",
+    "privatekey",
+    "signature",
+)
+_SECRET_TEXT = (
+    (re.compile(r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=-]{6,}"), r"\1\2***"),
+    (
+        re.compile(
+            r"(?i)\b(api[-_]?key|password|passwd|secret|token|access[-_]?key)(\s*[=:]\s*)[^\s&,;]+"
+        ),
+        r"\1\2***",
+    ),
+    (re.compile(r"\b(sk|pk|rk|ghp|gho|ghs|xox[abpr])([-_])[A-Za-z0-9_-]{10,}"), r"\1\2***"),
+    (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), "AKIA***"),
+)
+
+
+def _secret_key(key: Any) -> bool:
+    name = re.sub(r"[^a-z]", "", str(key).lower())
+    return (
+        name in ("auth", "pwd", "key")
+        or name.endswith("token")
+        or any(word in name for word in _SECRET_WORDS)
+    )
+
+
+def mask_secrets(value: Any, secrets: Iterable[str] = (), _depth: int = 0) -> Any:
+    """A copy of `value` (JSON-like data or text) fit for telemetry: values under
+    credential-like keys (`password`, `api_key`, `token`, `Authorization`, ...), bearer
+    tokens, `key=value` credentials, `sk-...` style keys and the given `secrets` become
+    `***`."""
+    if _depth > 32:
+        return "***"
+    if isinstance(value, str):
+        for known in secrets:
+            if known:
+                value = value.replace(known, "***")
+        for pattern, replacement in _SECRET_TEXT:
+            value = pattern.sub(replacement, value)
+        return value
+    if isinstance(value, Mapping):
+        return {
+            str(k): "***" if _secret_key(k) else mask_secrets(v, secrets, _depth + 1)
+            for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [mask_secrets(v, secrets, _depth + 1) for v in value]
+    return value
+
+
+def content_json(value: Any, secrets: Iterable[str] = ()) -> str:
+    """`value` masked (`mask_secrets`) and as JSON text, the form content attributes take."""
+    return json.dumps(mask_secrets(value, tuple(secrets)), ensure_ascii=False, default=str)
+
+
+def record_tool_content(s: Any, arguments: Any, result: Any = None, *, done: bool = True) -> None:
+    """On an `execute_tool` span, when content capture is on: `gen_ai.tool.call.arguments`
+    and (when `done`) `gen_ai.tool.call.result`, masked."""
+    if s is None or not content_capture_enabled():
+        return
+    s.set_attribute("gen_ai.tool.call.arguments", content_json(arguments))
+    if done:
+        s.set_attribute("gen_ai.tool.call.result", content_json(_jsonable(result)))
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (str, int, float, bool, type(None), list, tuple, Mapping)):
+        return value
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        try:
+            return dump(mode="json")
+        except Exception:  # a result that cannot be dumped is recorded as its text
+            return str(value)
+    return str(value)
 
 
 def tool_span_attributes(

@@ -45,12 +45,19 @@ from .._utils.limit import Limit
 from .._utils.sync import iterate_sync, run_sync
 from ..callbacks.events import ToolCallEvents as E
 from ..callbacks.framework import CallbackFramework, callback_framework
-from ..callbacks.otel import span
+from ..callbacks.otel import current
 from ..chat.events import CompleteToolCall, ResponseCompleted, StreamEvent, TextDelta
 from ..chat.messages import AiMessage, ChatMessage, ToolExecutionResultMessage, UserMessage
 from ..chat.model import ChatModel
 from ..chat.request import ChatRequest, ChatRequestParameters, ToolChoice
 from ..chat.response import ChatResponse, TokenUsage
+from ..chat.telemetry import (
+    end_agent_span,
+    end_model_span,
+    model_parent,
+    start_agent_span,
+    start_model_span,
+)
 from ..context import ToolContext
 from ..errors import (
     HallucinatedToolError,
@@ -165,6 +172,8 @@ class _Run:
     decisions: dict[str, Decision] = field(default_factory=dict)
     gates: dict[str, PendingCall | None] = field(default_factory=dict)
     """Per call id: why the call waits (None: it runs), decided once per call."""
+    span: Any = None
+    """The conversation's `invoke_agent` span (None when tracing is off)."""
 
     def result(
         self,
@@ -734,6 +743,8 @@ class ToolService:
         parameters = self._parameters(run)
         pending: list[ToolExecutionRequest] = []
         turn = _Turn()
+        run.span = start_agent_span(model, run.memory_id)
+        failure: BaseException | None = None
         try:
             if run.resume is not None:
                 pending = [p.request for p in run.resume.pending]
@@ -759,16 +770,22 @@ class ToolService:
                 turn = _Turn(asyncio.Queue() if streaming else None)
                 if streaming:
                     eager_ok = eager and rounds < self.max_tool_calling_round_trips
-                    async for event in self._stream_turn(model, request, run, turn, eager_ok):
-                        yield event
+                    s = None
+                    if run.span is not None:
+                        s = start_model_span(
+                            model, request, stream=True, parent=model_parent(run.span)
+                        )
+                    try:
+                        async for event in self._stream_turn(model, request, run, turn, eager_ok):
+                            yield event
+                    except BaseException as e:  # the span ends with the stream, however it ends
+                        end_model_span(s, model, error=None if isinstance(e, GeneratorExit) else e)
+                        raise
+                    end_model_span(s, model, turn.response)
                     assert turn.response is not None  # _stream_turn raises otherwise
                     response = turn.response
                 else:
-                    with span(
-                        f"chat {parameters.model or ''}".strip(),
-                        {"gen_ai.operation.name": "chat", "gen_ai.request.model": parameters.model},
-                    ):
-                        response = await self._call_model(model, request, run)
+                    response = await self._traced_call(model, request, run)
                 response = _unique_call_ids(response)
                 await self._fire(E.MODEL_RESPONSE, response=response, memory_id=run.memory_id)
                 if response.usage is not None:
@@ -849,7 +866,11 @@ class ToolService:
                     e.partial_result = run.result(None)  # type: ignore[attr-defined]
                 except AttributeError:
                     pass
+            if not isinstance(e, GeneratorExit):  # the consumer stopped reading: no error
+                failure = e
             raise
+        finally:
+            end_agent_span(run.span, run.usage, failure)
 
     async def _stream_turn(
         self, model: ChatModel, request: ChatRequest, run: _Run, turn: _Turn, eager: bool
@@ -936,6 +957,20 @@ class ToolService:
                 "Reply again with only a JSON value that matches the required schema."
             )
         return None
+
+    async def _traced_call(self, model: ChatModel, request: ChatRequest, run: _Run) -> ChatResponse:
+        """`_call_model` inside its `chat {model}` span (when tracing is on)."""
+        if run.span is None:
+            return await self._call_model(model, request, run)
+        s = start_model_span(model, request, stream=False, parent=model_parent(run.span))
+        try:
+            with current(s):
+                response = await self._call_model(model, request, run)
+        except BaseException as e:
+            end_model_span(s, model, error=e)
+            raise
+        end_model_span(s, model, response)
+        return response
 
     async def _call_model(self, model: ChatModel, request: ChatRequest, run: _Run) -> ChatResponse:
         """One non-streaming model call (a hook for subclasses, e.g. durable execution)."""
@@ -1179,7 +1214,8 @@ class ToolService:
         async with self._guards(call, run):
             start = datetime.now(UTC)
             try:
-                result = await self._dispatch(call, run, inline=inline)
+                with current(run.span):  # its execute_tool span goes under invoke_agent
+                    result = await self._dispatch(call, run, inline=inline)
             except _Abort as a:
                 abort = a.error
                 result = a.result

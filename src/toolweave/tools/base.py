@@ -40,7 +40,7 @@ from .._utils.sync import iterate_sync, run_sync
 from .._utils.threads import to_thread
 from ..callbacks.events import ToolCallEvents as E
 from ..callbacks.framework import CallbackFramework, callback_framework
-from ..callbacks.otel import tracing_enabled
+from ..callbacks.otel import record_tool_content, tracing_enabled
 from ..errors import ErrorCode, ToolCardError, ToolNotSupportedError
 from ..schema.arguments import PARSE_OFF_LOOP_BYTES, parse_arguments
 from ..schema.validation import ArgumentsValidator, JsonSchemaArgumentsValidator
@@ -290,7 +290,7 @@ class Tool:
             self._check_invoke()
             return self._call_sync(self.prepare_inputs(inputs, **prep), timeout, kwargs)
         obs = self._observation(kwargs)
-        with tool_span(self._card, kwargs):
+        with tool_span(self._card, kwargs) as s:
             inputs = obs.received(E.TOOL_INVOKE_INPUT, inputs)
             self._check_invoke()
             obs.started(inputs)
@@ -303,6 +303,7 @@ class Tool:
                 obs.failed(e)
                 raise
             obs.finished(inputs=args, result=result)
+            record_tool_content(s, args, result)
             return obs.returned(E.TOOL_INVOKE_OUTPUT, result)
 
     async def ainvoke(self, inputs: Mapping[str, Any] | str | None = None, **kwargs: Any) -> Any:
@@ -314,7 +315,7 @@ class Tool:
                 await self._aprepare_inputs(inputs, prep), timeout, kwargs
             )
         obs = self._observation(kwargs)
-        with tool_span(self._card, kwargs):
+        with tool_span(self._card, kwargs) as s:
             inputs = await obs.areceived(E.TOOL_INVOKE_INPUT, inputs)
             self._check_invoke()
             await obs.astarted(inputs)
@@ -327,6 +328,7 @@ class Tool:
                 await obs.afailed(e)
                 raise
             await obs.afinished(inputs=args, result=result)
+            record_tool_content(s, args, result)
             return await obs.areturned(E.TOOL_INVOKE_OUTPUT, result)
 
     # stream ---------------------------------------------------------------------------------
