@@ -140,6 +140,11 @@ def test_pydantic_rules_are_kept() -> None:
     assert result_to_text(b"hi") == '"hi"'
     assert result_to_text(b"\xff\xfe") == '"//4="'  # not UTF-8: base64
     assert result_to_text(Box(value=MpfLike(1.0))) == '{"value":1.0,"label":"box"}'
+    # a model holding non-UTF-8 bytes under a key JSON cannot take: still JSON
+    assert json.loads(result_to_text(Box(value={(0,): b"\x80"}))) == {
+        "value": {"(0,)": "gA=="},
+        "label": "box",
+    }
 
 
 def test_other_values_become_their_str_logged_once_per_type(

@@ -86,7 +86,7 @@ def _default(value: Any) -> Any:
         return pydantic_core.to_jsonable_python(value, fallback=_leaf, bytes_mode="base64")
     except ValueError:  # a model's own config says UTF-8: its Python form, bytes by our rule
         if isinstance(value, BaseModel):
-            return value.model_dump()
+            return _with_text_keys(value.model_dump())
         return _leaf_text(value)
 
 
