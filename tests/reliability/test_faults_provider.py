@@ -510,6 +510,7 @@ async def test_errors_render_without_secrets_even_when_the_server_echoes_headers
 
 
 SLASHED_KEY = "k3y/CANARY+9f8e7d6c5b4a/39281706=="
+GATEWAY_TOKEN = "gw-CANARY-0a1b2c3d4e5f"  # a credential given through headers=
 
 
 @pytest.mark.parametrize("face", ["async", "sync"])
@@ -518,7 +519,10 @@ async def test_a_key_echoed_json_escaped_or_in_the_reason_phrase_is_masked(
 ) -> None:
     # JSON encoders may write "/" as "\/" (PHP, some gateways): the raw key is not in the body.
     escaped = SLASHED_KEY.replace("/", "\\/")
-    body = f'{{"error": {{"message": "invalid key {escaped}", "key": "{escaped}"}}}}'
+    body = (
+        f'{{"error": {{"message": "invalid key {escaped}", "key": "{escaped}",'
+        f' "gateway": "{GATEWAY_TOKEN}"}}}}'
+    )
     caplog.set_level(logging.DEBUG)
     fault_server.enqueue(
         Fault(
@@ -528,14 +532,14 @@ async def test_a_key_echoed_json_escaped_or_in_the_reason_phrase_is_masked(
                     head(
                         401,
                         {"content-type": "application/json", "content-length": str(len(body))},
-                        reason=f"Unauthorized {SLASHED_KEY}",
+                        reason=f"Unauthorized {SLASHED_KEY} {GATEWAY_TOKEN}",
                     )
                     + body.encode(),
                 )
             ]
         )
     )
-    model = make_model(fault_server, api_key=SLASHED_KEY)
+    model = make_model(fault_server, api_key=SLASHED_KEY, headers={"X-Custom-Auth": GATEWAY_TOKEN})
     with pytest.raises(ToolweaveError) as info:
         if face == "async":
             async with model:
@@ -544,8 +548,9 @@ async def test_a_key_echoed_json_escaped_or_in_the_reason_phrase_is_masked(
             await asyncio.to_thread(model.chat, REQUEST)
             model.close()
     assert "invalid key ***" in info.value.message
-    assert any("Unauthorized ***" in r.getMessage() for r in caplog.records)
-    scan = SecretScan((SLASHED_KEY, escaped))
+    assert any("Unauthorized *** ***" in r.getMessage() for r in caplog.records)
+    assert fault_server.requests[0].headers["x-custom-auth"] == GATEWAY_TOKEN
+    scan = SecretScan((SLASHED_KEY, escaped, GATEWAY_TOKEN))
     scan.add_error(info.value)
     scan.add_records(caplog.records)
     scan.check()

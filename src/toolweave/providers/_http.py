@@ -183,6 +183,21 @@ def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
     return text
 
 
+_CREDENTIAL_HEADER = re.compile(r"(?i)auth|key|token|secret|cookie|session|signature|passw")
+
+
+def _header_secrets(headers: Mapping[str, str]) -> list[str]:
+    """The values of credential-like headers (`X-Custom-Auth`, `api-key`, ...) given to a
+    model, masked like its key (a scheme such as `Bearer` is stripped)."""
+    out: list[str] = []
+    for name, value in headers.items():
+        if isinstance(value, str) and _CREDENTIAL_HEADER.search(name):
+            token = value.split(None, 1)[-1] if " " in value.strip() else value.strip()
+            if len(token) >= 8:
+                out.append(token)
+    return out
+
+
 class _ProviderSecretsLogFilter(logging.Filter):
     """Masks provider keys in `httpx2`'s own INFO line (`HTTP Request: POST <url> "HTTP/1.1
     401 <reason phrase>"`) and in `httpcore2`'s DEBUG lines (response heads): a server may
@@ -302,7 +317,8 @@ class HttpTransport:
             )
         self.provider = provider
         self._headers = dict(headers)
-        self._secrets = tuple(s for s in secrets if s)
+        self._secrets = tuple(dict.fromkeys([*secrets, *_header_secrets(self._headers)]))
+        self._secrets = tuple(s for s in self._secrets if s)
         _PROVIDER_SECRETS_IN_LOGS.add(self._secrets)
         if timeout is None:
             self.timeout = DEFAULT_TIMEOUT
@@ -378,6 +394,7 @@ class HttpTransport:
         """Mask `secret` too (a credential sent in a header of the model's own)."""
         if secret and secret not in self._secrets:
             self._secrets = (*self._secrets, secret)
+            _PROVIDER_SECRETS_IN_LOGS.add((secret,))
 
     # errors -------------------------------------------------------------------------------
     def redact(self, text: str) -> str:
