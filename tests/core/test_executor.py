@@ -498,6 +498,15 @@ def test_sync_invoke_cancels_an_async_tool_at_the_deadline() -> None:
     assert effects == ["cancelled"]
 
 
+def test_sync_stream_cancels_an_async_tool_at_the_deadline() -> None:
+    effects: list[str] = []
+    transfer = _side_effect_tool(effects)
+    with pytest.raises(ToolTimeoutError):
+        list(transfer.stream({}, timeout=0.05))
+    time.sleep(0.5)
+    assert effects == ["cancelled"]
+
+
 async def test_sync_invoke_inside_a_running_loop_cancels_too() -> None:
     effects: list[str] = []
     transfer = _side_effect_tool(effects)

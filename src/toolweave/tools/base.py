@@ -209,7 +209,7 @@ class Tool:
         return getattr(type(self), method) is not getattr(Tool, method)
 
     def _async_first(self) -> bool:
-        """Whether a sync `invoke` should run the async implementation (on a private loop)
+        """Whether the sync faces should run the async implementation (on a private loop)
         when both exist: then the call's deadline cancels it. Kinds whose work is async
         underneath (an `async def` function) say so."""
         return False
@@ -354,7 +354,9 @@ class Tool:
     def _sync_chunks(
         self, args: dict[str, Any], kwargs: dict[str, Any], timeout: float | None
     ) -> Generator[Any, None, None]:
-        if not self._implements("stream_internal"):
+        if not self._implements("stream_internal") or (
+            self._async_first() and self._implements("astream_internal")
+        ):
             return iterate_sync(self._async_chunks(args, kwargs, timeout))
         return _deadline.sync_chunks(
             lambda: self.stream_internal(args, **kwargs), timeout, self._card.name

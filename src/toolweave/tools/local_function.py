@@ -189,7 +189,7 @@ class LocalFunction(Tool):
         return not self._is_generator
 
     def _async_first(self) -> bool:
-        return self._is_async
+        return self.is_async
 
     @property
     def is_async(self) -> bool:
