@@ -272,7 +272,13 @@ def function_schema(
             f"cannot resolve the type hints of tool {name!r}: {e}. "
             "Define the referenced types at module level or import them."
         ) from e
-    doc = parse_docstring(inspect.getdoc(func)) if auto_extract else parse_docstring(None)
+    if auto_extract:
+        # parse_docstring cleans the text itself; getdoc (which cleans it too) only for the
+        # docstring a method inherits
+        raw = getattr(func, "__doc__", None)
+        doc = parse_docstring(raw if isinstance(raw, str) else inspect.getdoc(func))
+    else:
+        doc = parse_docstring(None)
     fields: dict[str, Any] = {}
     positional: list[str] = []
     var_positional: str | None = None
@@ -297,7 +303,7 @@ def function_schema(
         if inner is ToolContext or any(m is ToolContext for m in metadata):
             injected.append(InjectedParam(param.name, param.name, "context"))
             continue
-        marker = next((m for m in metadata if isinstance(m, Injected)), None)
+        marker = next((m for m in metadata if isinstance(m, Injected)), None) if metadata else None
         if marker is not None:
             has_default = param.default is not inspect.Parameter.empty
             injected.append(
@@ -310,11 +316,16 @@ def function_schema(
                 )
             )
             continue
-        p_marker = next((m for m in metadata if isinstance(m, P)), None)
-        field_desc = next(
-            (m.description for m in metadata if isinstance(m, FieldInfo) and m.description), None
-        )
-        str_desc = next((m for m in metadata if isinstance(m, str)), None)
+        p_marker: P | None = None
+        field_desc: str | None = None
+        str_desc: str | None = None
+        if metadata:
+            p_marker = next((m for m in metadata if isinstance(m, P)), None)
+            field_desc = next(
+                (m.description for m in metadata if isinstance(m, FieldInfo) and m.description),
+                None,
+            )
+            str_desc = next((m for m in metadata if isinstance(m, str)), None)
         default_desc = param.default.description if isinstance(param.default, FieldInfo) else None
         desc = (
             (p_marker.description if p_marker else None)
