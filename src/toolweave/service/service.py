@@ -1224,18 +1224,20 @@ class ToolService:
             queue.put_nowait(ToolExecutionFinished(execution))
         return _Outcome(execution, abort)
 
-    @contextlib.asynccontextmanager
-    async def _guards(self, call: ToolExecutionRequest, run: _Run) -> AsyncIterator[None]:
-        """Hold what a call must hold while it runs: its object's lock, its tool's limit and
-        the service's limit (each only when there is one)."""
+    def _guards(self, call: ToolExecutionRequest, run: _Run) -> _Holding:
+        """What a call must hold while it runs: its object's lock, its tool's limit and the
+        service's limit (each only when there is one)."""
         entry = self._entry(call.name)
-        lock = self._instance_lock(entry, run) if entry is not None else None
-        limit = entry.limit if entry is not None else None
-        if lock is None and limit is None and self._limit is None:
-            yield
-            return
-        async with _Holding(lock), _Holding(limit), _Holding(self._limit):
-            yield
+        guards: list[Limit | asyncio.Lock] = []
+        if entry is not None:
+            lock = self._instance_lock(entry, run)
+            if lock is not None:
+                guards.append(lock)
+            if entry.limit is not None:
+                guards.append(entry.limit)
+        if self._limit is not None:
+            guards.append(self._limit)
+        return _Holding(guards)
 
     def _instance_lock(self, entry: _Entry, run: _Run) -> asyncio.Lock | None:
         """The conversation's lock for the object `entry`'s tool is a method of, if any:
@@ -1394,20 +1396,26 @@ def _shared_instance(entry: _Entry) -> Any:
 
 
 class _Holding:
-    """`async with` a `Limit` or a lock, or nothing when it is None."""
+    """`async with`: acquire the guards in order (releasing what was taken if that fails or
+    is cancelled), release them in reverse order."""
 
-    __slots__ = ("guard",)
+    __slots__ = ("guards",)
 
-    def __init__(self, guard: Limit | asyncio.Lock | None) -> None:
-        self.guard = guard
+    def __init__(self, guards: list[Limit | asyncio.Lock]) -> None:
+        self.guards = guards
 
     async def __aenter__(self) -> None:
-        if self.guard is not None:
-            await self.guard.acquire()
+        for i, guard in enumerate(self.guards):
+            try:
+                await guard.acquire()
+            except BaseException:
+                for taken in reversed(self.guards[:i]):
+                    taken.release()
+                raise
 
     async def __aexit__(self, *exc: object) -> None:
-        if self.guard is not None:
-            self.guard.release()
+        for guard in reversed(self.guards):
+            guard.release()
 
 
 def _card_of(spec: Any) -> ToolCard:
