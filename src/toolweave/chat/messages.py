@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from ..execution.content import ContentPart
 from ..execution.requests import ToolExecutionRequest
 from ..execution.results import ToolExecutionResult
+from ..execution.text import json_value
 
 __all__ = [
     "AiMessage",
@@ -94,6 +95,11 @@ class ToolExecutionResultMessage(BaseModel):
     contents: tuple[ContentPart, ...] | None = None
     structured: Any = None
     attributes: dict[str, Any] = Field(default_factory=dict)
+
+    @field_serializer("structured", when_used="json")
+    def _structured_json(self, value: Any) -> Any:
+        # any value a tool gave, JSON by the result-to-text rules (histories are stored)
+        return json_value(value)
 
     @classmethod
     def from_result(

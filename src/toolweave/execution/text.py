@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from ..errors import ToolExecutionError
 
-__all__ = ["result_to_text"]
+__all__ = ["json_value", "result_to_text"]
 
 _log = logging.getLogger("toolweave.execution")
 _logged_types: set[type] = set()
@@ -68,6 +68,21 @@ def result_to_text(result: Any, *, tool_name: str | None = None) -> str:
             cause=e.cause,
             details={"path": path},
         ) from e.cause
+
+
+def json_value(value: Any) -> Any:
+    """`value` as JSON data by the same rules (a str stays a str; a value with no JSON form
+    at all becomes its text, or None when even its str() fails)."""
+    if value is None or isinstance(value, str):
+        return value
+    try:
+        text = result_to_text(value)
+    except ToolExecutionError:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def _default(value: Any) -> Any:

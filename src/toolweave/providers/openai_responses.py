@@ -36,7 +36,7 @@ from ._azure import AZURE_PROVIDER, AzureSettings, TokenProvider
 from ._base import HttpChatModel
 from ._http import DEFAULT_MAX_RETRIES, HttpTransport, decode_json
 from ._sse import SSEEvent
-from .tool_results import openai_responses_tool_output
+from .tool_results import openai_responses_tool_output, text_stand_in
 
 __all__ = ["AzureOpenAIResponsesChatModel", "OpenAIResponsesChatModel", "ResponsesStreamParser"]
 
@@ -556,7 +556,8 @@ def _input_part(part: Any) -> dict[str, Any]:
         if part.name:
             out["filename"] = part.name
         return out
-    return {"type": "input_text", "text": f"[{getattr(part, 'type', 'content')} content]"}
+    text = text_stand_in(part, "a user message", "the Responses API has no input part for it")
+    return {"type": "input_text", "text": text}
 
 
 def _after_last_response(messages: list[Any]) -> tuple[str | None, list[Any]]:

@@ -15,7 +15,6 @@ warning log, never an exception: the tool has already run. Pure functions:
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from ..execution.content import (
     TextContent,
     decoded_text,
 )
+from ..execution.text import json_value
 
 __all__ = [
     "anthropic_content",
@@ -376,23 +376,13 @@ def gemini_function_response(
         text = message.text
     response: dict[str, Any] = {"error" if message.is_error else "result": text}
     if message.structured is not None:
-        response["structuredContent"] = _json_value(message.structured)
+        response["structuredContent"] = json_value(message.structured)
     out: dict[str, Any] = {"name": message.tool_name, "response": response}
     if not message.id.startswith(generated_prefix):
         out["id"] = message.id
     if parts:
         out["parts"] = parts
     return {"functionResponse": out}, follow
-
-
-def _json_value(value: Any) -> Any:
-    from ..execution.text import result_to_text
-
-    text = result_to_text(value)
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
 
 
 # OpenAI Responses -----------------------------------------------------------------------------
