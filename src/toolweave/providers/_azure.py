@@ -19,11 +19,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import quote
 
-__all__ = ["AZURE_PROVIDER", "AzureSettings", "TokenProvider"]
+__all__ = ["AZURE_PROVIDER", "AzureDeployment", "AzureSettings", "TokenProvider"]
 
 AZURE_PROVIDER = "azure.ai.openai"
 TokenProvider = Callable[[], str | Awaitable[str]]
@@ -122,3 +123,62 @@ class AzureSettings:
             f"{cls_name}(deployment={self.deployment!r}, endpoint={self.endpoint!r}, "
             f"api_version={self.api_version!r})"
         )
+
+
+class AzureDeployment:
+    """Mixin for an OpenAI model class reached through Azure OpenAI: `deployment` (also sent
+    as `model`), `endpoint` (else `AZURE_OPENAI_ENDPOINT`), `api_version` (else
+    `OPENAI_API_VERSION`, else the class's `azure_default_version`; `"v1"` for Azure's
+    version-less API), and `api_key` (else `AZURE_OPENAI_API_KEY`, sent as `api-key`) or
+    `token_provider` (Microsoft Entra ID). Every other option goes to the OpenAI class."""
+
+    provider = AZURE_PROVIDER
+    api_key_env: tuple[str, ...] = ("AZURE_OPENAI_API_KEY",)  # checked when the model is built
+    default_base_url: str | None = None
+    azure_operation = "chat/completions"
+    """The path of the OpenAI operation (`"chat/completions"` or `"responses"`)."""
+    azure_default_version = "2024-10-21"
+    azure: AzureSettings
+    _http: Any
+
+    def __init__(
+        self,
+        deployment: str,
+        *,
+        endpoint: str | None = None,
+        api_version: str | None = None,
+        api_key: str | None = None,
+        token_provider: TokenProvider | None = None,
+        headers: Mapping[str, str] | None = None,
+        **options: Any,
+    ) -> None:
+        self.azure = AzureSettings.resolve(
+            type(self).__name__,
+            endpoint=endpoint,
+            deployment=deployment,
+            api_version=api_version,
+            default_version=self.azure_default_version,
+            api_key=api_key,
+            token_provider=token_provider,
+        )
+        super().__init__(  # type: ignore[call-arg]  # the OpenAI model class after us
+            deployment,
+            api_key="",  # not OPENAI_API_KEY, and no Bearer header
+            base_url=self.azure.endpoint,
+            headers={**self.azure.key_headers, **(headers or {})},
+            **options,
+        )
+        if self.azure.api_key:
+            self._http.add_secret(self.azure.api_key)
+
+    def __repr__(self) -> str:
+        return self.azure.describe(type(self).__name__)
+
+    def _url(self, model: str, stream: bool) -> str:
+        return self.azure.url(self.azure_operation)
+
+    def _request_headers(self) -> Mapping[str, str] | None:
+        return self.azure.token_headers()
+
+    async def _arequest_headers(self) -> Mapping[str, str] | None:
+        return await self.azure.atoken_headers()

@@ -36,7 +36,14 @@ from ._http import (
 from ._sse import SSEEvent
 from .constrained import TOOL_CALLING_MODES, ConstrainedChatModel, ConstrainedToolCalling
 
-__all__ = ["HttpChatModel", "StreamParser", "compact_json", "merge_custom", "output_schema"]
+__all__ = [
+    "HttpChatModel",
+    "StreamParser",
+    "compact_json",
+    "merge_custom",
+    "openai_headers",
+    "output_schema",
+]
 
 
 class StreamParser(Protocol):
@@ -441,3 +448,22 @@ class HttpChatModel(BaseChatModel):
             await events.aclose()  # type: ignore[attr-defined]
         for event in finish_stream(parser, self._http.protocol_error):
             yield event
+
+
+def openai_headers(
+    api_key: str | None,
+    organization: str | None,
+    project: str | None,
+    headers: Mapping[str, str] | None,
+) -> dict[str, str]:
+    """The headers of an OpenAI request: `Authorization: Bearer` when there is a key, the
+    organization and project when given, then the caller's `headers` over them."""
+    out: dict[str, str] = {"accept": "application/json"}
+    if api_key:
+        out["authorization"] = f"Bearer {api_key}"
+    if organization:
+        out["openai-organization"] = organization
+    if project:
+        out["openai-project"] = project
+    out.update(headers or {})
+    return out

@@ -27,8 +27,8 @@ from ..dialects import openai_tools, to_openai_strict
 from ..errors import SchemaError
 from ..execution.requests import ToolExecutionRequest
 from ..schema.validation import accepts_null
-from ._azure import AZURE_PROVIDER, AzureSettings, TokenProvider
-from ._base import HttpChatModel
+from ._azure import AzureDeployment
+from ._base import HttpChatModel, openai_headers
 from ._http import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRIES, HttpTransport, decode_json
 from ._sse import SSEEvent
 from .constrained import ConstrainedToolCalling
@@ -472,7 +472,7 @@ class OpenAIChatModel(HttpChatModel):
 
     provider = PROVIDER
     supports_response_format = True
-    api_key_env = ("OPENAI_API_KEY",)
+    api_key_env: tuple[str, ...] = ("OPENAI_API_KEY",)
     default_base_url: str | None = DEFAULT_BASE_URL
 
     def __init__(
@@ -498,14 +498,7 @@ class OpenAIChatModel(HttpChatModel):
     ) -> None:
         self._set_tool_calling(tool_calling, constrained)
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        all_headers: dict[str, str] = {"accept": "application/json"}
-        if key:
-            all_headers["authorization"] = f"Bearer {key}"
-        if organization:
-            all_headers["openai-organization"] = organization
-        if project:
-            all_headers["openai-project"] = project
-        all_headers.update(headers or {})
+        all_headers = openai_headers(key, organization, project, headers)
         super().__init__(
             model=model,
             api_key=key,
@@ -702,55 +695,12 @@ class OpenAIChatModel(HttpChatModel):
         return OpenAIStreamAggregator(self._http)
 
 
-class AzureOpenAIChatModel(OpenAIChatModel):
+class AzureOpenAIChatModel(AzureDeployment, OpenAIChatModel):
     """Chat Completions on Azure OpenAI: `deployment` (also sent as `model`), `endpoint`
     (else `AZURE_OPENAI_ENDPOINT`), `api_version` (else `OPENAI_API_VERSION`, else
     `2024-10-21`; `"v1"` for Azure's version-less API), and `api_key` (else
     `AZURE_OPENAI_API_KEY`, sent as `api-key`) or `token_provider` (Microsoft Entra ID). Every
     other option is `OpenAIChatModel`'s. See docs/providers.md."""
 
-    provider = AZURE_PROVIDER
-    api_key_env = ("AZURE_OPENAI_API_KEY",)  # checked when the model is built
-    default_base_url: str | None = None
-
-    def __init__(
-        self,
-        deployment: str,
-        *,
-        endpoint: str | None = None,
-        api_version: str | None = None,
-        api_key: str | None = None,
-        token_provider: TokenProvider | None = None,
-        headers: Mapping[str, str] | None = None,
-        **options: Any,
-    ) -> None:
-        self.azure = AzureSettings.resolve(
-            type(self).__name__,
-            endpoint=endpoint,
-            deployment=deployment,
-            api_version=api_version,
-            default_version=AZURE_CHAT_API_VERSION,
-            api_key=api_key,
-            token_provider=token_provider,
-        )
-        super().__init__(
-            deployment,
-            api_key="",  # not OPENAI_API_KEY, and no Bearer header
-            base_url=self.azure.endpoint,
-            headers={**self.azure.key_headers, **(headers or {})},
-            **options,
-        )
-        if self.azure.api_key:
-            self._http.add_secret(self.azure.api_key)
-
-    def __repr__(self) -> str:
-        return self.azure.describe(type(self).__name__)
-
-    def _url(self, model: str, stream: bool) -> str:
-        return self.azure.url("chat/completions")
-
-    def _request_headers(self) -> Mapping[str, str] | None:
-        return self.azure.token_headers()
-
-    async def _arequest_headers(self) -> Mapping[str, str] | None:
-        return await self.azure.atoken_headers()
+    azure_operation = "chat/completions"
+    azure_default_version = AZURE_CHAT_API_VERSION

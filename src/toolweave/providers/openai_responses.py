@@ -32,9 +32,9 @@ from ..dialects import openai_responses_tool, to_openai_strict
 from ..errors import SchemaError
 from ..execution.content import FileContent, ImageContent, TextContent
 from ..execution.requests import ToolExecutionRequest
-from ._azure import AZURE_PROVIDER, AzureSettings, TokenProvider
-from ._base import HttpChatModel
-from ._http import DEFAULT_MAX_RETRIES, HttpTransport, decode_json
+from ._azure import AzureDeployment
+from ._base import HttpChatModel, openai_headers
+from ._http import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRIES, HttpTransport, decode_json
 from ._sse import SSEEvent
 from .tool_results import openai_responses_tool_output, text_stand_in
 
@@ -332,7 +332,7 @@ class OpenAIResponsesChatModel(HttpChatModel):
 
     provider = PROVIDER
     supports_response_format = True
-    api_key_env = ("OPENAI_API_KEY",)
+    api_key_env: tuple[str, ...] = ("OPENAI_API_KEY",)
     default_base_url: str | None = DEFAULT_BASE_URL
 
     def __init__(
@@ -355,18 +355,12 @@ class OpenAIResponsesChatModel(HttpChatModel):
         default_parameters: ChatRequestParameters | None = None,
         http_client: httpx2.Client | None = None,
         async_http_client: httpx2.AsyncClient | None = None,
+        max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         if chain and not store:
             raise ValueError("chain=True needs store=True (previous responses must be stored)")
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        all_headers: dict[str, str] = {"accept": "application/json"}
-        if key:
-            all_headers["authorization"] = f"Bearer {key}"
-        if organization:
-            all_headers["openai-organization"] = organization
-        if project:
-            all_headers["openai-project"] = project
-        all_headers.update(headers or {})
+        all_headers = openai_headers(key, organization, project, headers)
         super().__init__(
             model=model,
             api_key=key,
@@ -377,6 +371,7 @@ class OpenAIResponsesChatModel(HttpChatModel):
             default_parameters=default_parameters,
             http_client=http_client,
             async_http_client=async_http_client,
+            max_response_bytes=max_response_bytes,
         )
         self.strict_tools = strict_tools
         self.store = store
@@ -571,55 +566,12 @@ def _after_last_response(messages: list[Any]) -> tuple[str | None, list[Any]]:
     return None, messages
 
 
-class AzureOpenAIResponsesChatModel(OpenAIResponsesChatModel):
+class AzureOpenAIResponsesChatModel(AzureDeployment, OpenAIResponsesChatModel):
     """The Responses API on Azure OpenAI: `deployment` (also sent as `model`), `endpoint`
     (else `AZURE_OPENAI_ENDPOINT`), `api_version` (else `OPENAI_API_VERSION`, else
     `2025-04-01-preview`; `"v1"` for Azure's version-less API), and `api_key` (else
     `AZURE_OPENAI_API_KEY`, sent as `api-key`) or `token_provider` (Microsoft Entra ID). Every
     other option is `OpenAIResponsesChatModel`'s. See docs/providers.md."""
 
-    provider = AZURE_PROVIDER
-    api_key_env = ("AZURE_OPENAI_API_KEY",)  # checked when the model is built
-    default_base_url: str | None = None
-
-    def __init__(
-        self,
-        deployment: str,
-        *,
-        endpoint: str | None = None,
-        api_version: str | None = None,
-        api_key: str | None = None,
-        token_provider: TokenProvider | None = None,
-        headers: Mapping[str, str] | None = None,
-        **options: Any,
-    ) -> None:
-        self.azure = AzureSettings.resolve(
-            type(self).__name__,
-            endpoint=endpoint,
-            deployment=deployment,
-            api_version=api_version,
-            default_version=AZURE_RESPONSES_API_VERSION,
-            api_key=api_key,
-            token_provider=token_provider,
-        )
-        super().__init__(
-            deployment,
-            api_key="",  # not OPENAI_API_KEY, and no Bearer header
-            base_url=self.azure.endpoint,
-            headers={**self.azure.key_headers, **(headers or {})},
-            **options,
-        )
-        if self.azure.api_key:
-            self._http.add_secret(self.azure.api_key)
-
-    def __repr__(self) -> str:
-        return self.azure.describe(type(self).__name__)
-
-    def _url(self, model: str, stream: bool) -> str:
-        return self.azure.url("responses")
-
-    def _request_headers(self) -> Mapping[str, str] | None:
-        return self.azure.token_headers()
-
-    async def _arequest_headers(self) -> Mapping[str, str] | None:
-        return await self.azure.atoken_headers()
+    azure_operation = "responses"
+    azure_default_version = AZURE_RESPONSES_API_VERSION
