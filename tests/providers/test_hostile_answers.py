@@ -8,6 +8,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from servers.provider_server import ProviderServer
 from toolweave.chat import (
@@ -26,6 +28,7 @@ from toolweave.providers import (
     GeminiChatModel,
     OpenAIChatModel,
     OpenAIResponsesChatModel,
+    OpenAIStreamAggregator,
 )
 from toolweave.tools import ToolCard
 
@@ -302,3 +305,42 @@ async def test_openai_stream_ignores_fragments_for_completed_calls_and_events_af
     assert warnings == [
         "openai stream: ignored an argument fragment for tool call 0 after it was completed"
     ]
+
+
+_FRAGMENTS = st.lists(
+    st.tuples(
+        st.integers(0, 2),  # index
+        st.sampled_from([None, "call_a", "call_b", "call_c"]),  # id
+        st.sampled_from([None, "echo", "other"]),  # name
+        st.sampled_from(["", "{", '"text":', '"x"', "}", ",", "1"]),  # arguments
+        st.booleans(),  # finish_reason on this chunk
+    ),
+    max_size=25,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_FRAGMENTS, st.integers(1, 5))
+def test_openai_completed_calls_never_change(fragments: list[Any], batch: int) -> None:
+    aggregator = OpenAIStreamAggregator()
+    chunks = []
+    for index, call_id, name, args, finish in fragments:
+        fragment: dict[str, Any] = {"index": index, "function": {"arguments": args}}
+        if call_id:
+            fragment["id"] = call_id
+        if name:
+            fragment["function"]["name"] = name
+        choice = {"index": 0, "delta": {"tool_calls": [fragment]}, "finish_reason": None}
+        if finish:
+            choice["finish_reason"] = "tool_calls"
+        chunks.append({"choices": [choice]})
+    events: list[Any] = []
+    for start in range(0, len(chunks), batch):
+        events.extend(aggregator.feed_chunks(chunks[start : start + batch]))
+    aggregator.finish_reason = aggregator.finish_reason or "stop"
+    events.extend(aggregator.finish())
+    completed = [e for e in events if isinstance(e, CompleteToolCall)]
+    final = events[-1].response.ai_message.tool_execution_requests
+    assert len(completed) == len(final)
+    for event in completed:
+        assert final[event.index] == event.request  # what the loop ran is what the history says
