@@ -491,3 +491,23 @@ def test_server_everything_through_every_provider(
     body = server.bodies[1]
     assert isinstance(body, dict)
     check(body)
+
+
+def test_constrained_tool_calling_sends_parts_as_text() -> None:
+    from toolweave.chat import AiMessage, ToolExecutionResultMessage
+    from toolweave.execution import ToolExecutionRequest
+    from toolweave.providers.constrained import ConstrainedPlan, ConstrainedToolCalling
+
+    plan = ConstrainedPlan(settings=ConstrainedToolCalling(), tools=(), mode="both")
+    result = ToolExecutionResultMessage(
+        id="c1", tool_name="shot", text="a chart", contents=tuple(RESULTS["image_inline"])
+    )
+    messages = plan.messages(
+        [
+            UserMessage("chart?"),
+            AiMessage(tool_execution_requests=[ToolExecutionRequest(id="c1", name="shot")]),
+            result,
+        ]
+    )
+    text = messages[-1].text
+    assert "a chart\n[image (image/png, 48 B): not shown, tool results go as text here]" in text

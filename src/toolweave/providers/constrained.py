@@ -48,6 +48,7 @@ from ..execution.requests import ToolExecutionRequest
 from ..schema.output import OutputSchema
 from ..tools.card import ToolCard
 from .probe import probe_capabilities
+from .tool_results import tool_result_text
 
 __all__ = [
     "TOOL_CALLING_MODES",
@@ -342,7 +343,7 @@ class ConstrainedPlan:
             if isinstance(message, ToolExecutionResultMessage):
                 status = "error" if message.is_error else "result"
                 pending.append(f"Tool {status} for {message.tool_name} (call {message.id}):")
-                pending.append(message.text)
+                pending.append(tool_result_text(message, "tool results go as text here"))
                 continue
             flush()
             if isinstance(message, AiMessage):

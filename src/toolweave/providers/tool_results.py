@@ -42,6 +42,7 @@ __all__ = [
     "openai_chat_tool_result",
     "openai_responses_tool_output",
     "text_stand_in",
+    "tool_result_text",
 ]
 
 _log = logging.getLogger("toolweave.providers")
@@ -141,6 +142,15 @@ def text_stand_in(part: ContentPart, where: str, why: str) -> str:
     if item.kind == "document":
         return item.document_text()
     return placeholder(item, why, where)
+
+
+def tool_result_text(message: ToolExecutionResultMessage, why: str) -> str:
+    """A tool result as text only, its parts in order (`text_stand_in` for each part; `why`
+    says why media is not sent)."""
+    if not _is_media(message):
+        return message.text
+    where = f"tool {message.tool_name!r} (call {message.id!r})"
+    return "\n".join(text_stand_in(i.part, where, why) for i in _items(message))
 
 
 def _is_media(message: ToolExecutionResultMessage) -> bool:
