@@ -343,9 +343,9 @@ class Tool:
         returns, and once it is used up the late chunk (or late end of stream) is dropped, the
         generator is closed (its `finally` blocks run) and `ToolTimeoutError` is raised; a
         single slow step can thus overrun by up to its own length. A tool with only an async
-        implementation (and an `async def` or async-generator `LocalFunction`) is driven through the async
-        path, where the wait is cancelled at the deadline as in `astream`. An implementation
-        that returns `None` is an empty stream.
+        implementation (and an `async def` or async-generator `LocalFunction`) is driven
+        through the async path, where the wait is cancelled at the deadline as in `astream`.
+        An implementation that returns `None` is an empty stream.
         """
         if not self.supports_stream():
             raise self._not_supported("stream")
