@@ -1,9 +1,12 @@
 """A stand-in for llama-server: parses the same command line, answers GET /health with 200
-and logs to stdout. `--fail` exits at once; `--hang` never becomes healthy."""
+and logs to stdout. `--fail` exits at once; `--hang` never becomes healthy;
+`--segv-unless-no-repack` crashes (SIGSEGV) unless `--no-repack` is given."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -31,10 +34,16 @@ def main() -> None:
     parser.add_argument("-c", dest="ctx", type=int)
     parser.add_argument("-t", dest="threads", type=int)
     parser.add_argument("--fail", action="store_true")
+    parser.add_argument("--no-repack", action="store_true")
+    parser.add_argument("--segv-unless-no-repack", action="store_true")
     args = parser.parse_args()
     print(
         f"fake llama-server: model {args.model} ctx {args.ctx} threads {args.threads}", flush=True
     )
+    if args.segv_unless_no_repack and not args.no_repack:
+        print("init: llama threadpool init, n_threads = 2", flush=True)
+        os.kill(os.getpid(), signal.SIGSEGV)  # as llama.cpp's AMX kernels where AMX is off
+    print(f"repack: {'off' if args.no_repack else 'on'}", flush=True)
     if args.fail:
         print("error: could not load model", flush=True)
         sys.exit(3)

