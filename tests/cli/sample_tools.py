@@ -75,3 +75,26 @@ def scripted_model() -> ScriptedChatModel:
 def silent_model() -> ScriptedChatModel:
     """A model that answers without calling any tool."""
     return ScriptedChatModel([AiMessage("No tools needed.")])
+
+
+LONG_PATH = "/srv/data/" + "/".join(f"directory-{i:02d}" for i in range(12)) + "/report.csv"
+
+
+@tool
+def locate(name: str) -> str:
+    """Where a file is."""
+    return LONG_PATH
+
+
+def failing_model() -> ScriptedChatModel:
+    """A model that calls explode, then answers."""
+    call = ToolExecutionRequest(id="c1", name="explode", arguments='{"reason": "disk full"}')
+    return ScriptedChatModel([AiMessage(tool_execution_requests=[call]), AiMessage("It failed.")])
+
+
+def locating_model() -> ScriptedChatModel:
+    """A model that calls locate, then answers with the (long) path."""
+    call = ToolExecutionRequest(id="c1", name="locate", arguments='{"name": "report"}')
+    return ScriptedChatModel(
+        [AiMessage(tool_execution_requests=[call]), AiMessage(f"The report is at {LONG_PATH}.")]
+    )

@@ -107,8 +107,9 @@ def test_call() -> None:
         (["call", TOOLS, "nope", "{}"], "no tool named 'nope'"),
         (["call", TOOLS, "add", "{bad json"], "invalid JSON"),
         (["call", TOOLS, "add", "[1, 2]"], "must be a JSON object"),
-        (["call", TOOLS, "add", '{"a": 1}'], "Invalid arguments for tool 'add'"),
-        (["call", TOOLS, "add", '{"a": "x", "b": 1}'], "Invalid arguments"),
+        # written for the person at the shell, not the model's "Invalid arguments for tool"
+        (["call", TOOLS, "add", '{"a": 1}'], "invalid arguments for add: b: missing"),
+        (["call", TOOLS, "add", '{"a": "x", "b": 1}'], "invalid arguments for add: a:"),
         (["call", TOOLS, "explode", '{"reason": "r"}'], "boom: r"),
         (["chat", "--tools", TOOLS, "--provider", "martian", "-M", "hi"], "unknown provider"),
     ],

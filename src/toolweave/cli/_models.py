@@ -84,6 +84,13 @@ def open_model(
     if provider == "local":
         from ..local import ensure_llama_server, find_llama_server, local_chat_model
 
+        if model:
+            console.print(
+                f"[yellow]warning:[/] the local provider serves SmolLM2-135M only: "
+                f"--model {model!r} is ignored (another GGUF file: $TOOLWEAVE_LOCAL_MODEL)",
+                soft_wrap=True,
+            )
+
         if find_llama_server() is None:
             console.print(
                 "[yellow]Building llama-server (once, ~10 minutes on 2 cores) "

@@ -5,12 +5,14 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import logging
 import os
 import sys
 import time
-from collections.abc import Iterator
+import traceback
+from collections.abc import Callable, Iterable, Iterator
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -19,10 +21,10 @@ from rich.syntax import Syntax
 
 from .. import dialects
 from ..chat import ChatMessage, ChatRequestParameters, SystemMessage, UserMessage
-from ..errors import ToolweaveError
+from ..errors import ToolArgumentsError, ToolweaveError
 from ..execution import DefaultToolExecutor, ToolExecutionRequest
 from ..providers.constrained import ConstrainedToolCalling
-from ..service import ToolService
+from ..service import ToolExecutionFinished, ToolService
 from ..tools import Tool
 from ._load import CliError, load_tools, loaded_module
 from ._models import open_model, pick_provider
@@ -49,8 +51,51 @@ if importlib.util.find_spec("dbos") is not None:  # durable conversations (extra
 
     app.add_typer(runs_app, name="runs")
 
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+# soft_wrap: text is never cut into 80-column lines when the output is a pipe or a file
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _debug() -> bool:
+    return bool(os.environ.get("TOOLWEAVE_DEBUG"))
+
+
+def _human_type(self: Any, ctx: Any) -> str | None:
+    """The help's type column: the metavar, nothing for flags, else click's own name
+    (TEXT, INTEGER, [a|b]) rather than typer's Python types (`<bool>`, `<list[str]>`)."""
+    if isinstance(self, typer.core.TyperArgument):
+        return None  # its metavar is the name column already
+    if self.metavar is not None:
+        return str(self.metavar)
+    if getattr(self, "is_flag", False) or getattr(self, "count", False):
+        return None
+    label = str(self.display_type(ctx)).removeprefix("<").removesuffix(">")
+    label = label.removeprefix("list[").removesuffix("]")  # a repeatable option: its item
+    return _TYPE_NAMES.get(label, label.upper())
+
+
+_TYPE_NAMES = {"str": "TEXT", "int": "INTEGER", "float": "FLOAT", "bool": "BOOLEAN"}
+
+
+typer.core.TyperOption.display_type_rich = _human_type  # type: ignore[method-assign]
+typer.core.TyperArgument.display_type_rich = _human_type  # type: ignore[method-assign]
+
+E = TypeVar("E", bound=StrEnum)
+
+
+def _choice(kind: type[E]) -> Callable[[str], E]:
+    """Parse an option value into `kind`, with a plain message for a bad one (typer's own
+    reads `Value error, 'x' is not one of ...`)."""
+
+    def parse(value: str) -> E:
+        try:
+            return kind(value)
+        except ValueError:
+            allowed = ", ".join(member.value for member in kind)
+            raise typer.BadParameter(f"{value!r} is not one of: {allowed}") from None
+
+    return parse
+
 
 TOOLS_HELP = (
     "Where the tools are: MODULE (a dotted module name or a .py file; every @tool in it) "
@@ -67,8 +112,8 @@ def _errors() -> Iterator[None]:
     except (typer.Exit, typer.Abort, KeyboardInterrupt, SystemExit):
         raise
     except Exception as e:
-        if os.environ.get("TOOLWEAVE_DEBUG"):
-            raise
+        if _debug():
+            raise  # with the tool's own exception chained, when a tool failed
         message = (
             str(e) if isinstance(e, (CliError, ToolweaveError)) else f"{type(e).__name__}: {e}"
         )
@@ -114,7 +159,14 @@ def _print_json(value: Any) -> None:
 def schema(
     tools: Annotated[str, typer.Argument(metavar="MODULE[:OBJECT]", help=TOOLS_HELP)],
     dialect: Annotated[
-        Dialect, typer.Option("--dialect", "-d", help="Which provider's format.")
+        Dialect,
+        typer.Option(
+            "--dialect",
+            "-d",
+            parser=_choice(Dialect),
+            metavar="|".join(d.value for d in Dialect),
+            help="Which provider's format.",
+        ),
     ] = Dialect.openai,
 ) -> None:
     """Print the tools' declarations (a JSON list) in a provider's dialect."""
@@ -146,10 +198,47 @@ def call(
         if not isinstance(parsed, dict):
             raise CliError(f"the arguments must be a JSON object, got {type(parsed).__name__}")
         request = ToolExecutionRequest(name=tool_name, arguments=json.dumps(parsed))
-        result = DefaultToolExecutor(target).execute_with_result(request)
+        try:
+            result = DefaultToolExecutor(target).execute_with_result(request)
+        except ToolArgumentsError as e:
+            raise CliError(_arguments_problem(target, e)) from e
+        if isinstance(result.error, ToolArgumentsError):
+            raise CliError(_arguments_problem(target, result.error)) from result.error
         if result.is_error:
-            raise CliError(f"tool {tool_name!r} failed: {result.result_text()}")
+            raise CliError(f"tool {tool_name!r} failed: {result.result_text()}") from result.error
         sys.stdout.write(result_display(result) + "\n")
+
+
+def _type_name(spec: Any) -> str:
+    if not isinstance(spec, dict):
+        return "any"
+    if spec.get("type"):
+        return str(spec["type"])
+    if "$ref" in spec:
+        return str(spec["$ref"]).rsplit("/", 1)[-1]
+    return "enum" if "enum" in spec else "any"
+
+
+def _arguments_problem(tool: Tool, error: ToolArgumentsError) -> str:
+    """Invalid arguments, said to the person at the shell (the model's version ends with
+    instructions for the model)."""
+    problems = []
+    for item in error.errors:
+        where = ".".join(str(p) for p in item.get("loc", ())) or "the arguments"
+        what = str(item.get("msg", "invalid value")).removeprefix("Value error, ")
+        if "input" in item and item.get("type") != "missing":
+            what += f" (got {json.dumps(item['input'], ensure_ascii=False, default=repr)})"
+        problems.append(f"{where}: {what}")
+    detail = "; ".join(problems) or error.message
+    schema = tool.card.input_params or {}
+    required = set(schema.get("required") or ())
+    params = [
+        f"{name}: {_type_name(spec)}" + ("" if name in required else " (optional)")
+        for name, spec in (schema.get("properties") or {}).items()
+    ]
+    return f"invalid arguments for {tool.card.name}: {detail}. Its parameters: " + (
+        ", ".join(params) or "none"
+    )
 
 
 @app.command()
@@ -193,6 +282,7 @@ def chat(
     Interactive unless --message is given; an empty line, `exit` or Ctrl-D ends it.
     """
     with _errors():
+        _check_model_name(model)
         loaded = load_tools(tools)
         service = ToolService(max_tool_calling_round_trips=max_rounds).tools(*loaded)
         params = ChatRequestParameters(temperature=temperature)
@@ -205,9 +295,65 @@ def chat(
                 if message:  # interactive input is already on screen
                     out.print(f"[bold blue]user>[/] {escape(text)}")
                 history.append(UserMessage(text))
-                result = render_stream(service.chat_stream(chat_model, params, history), out)
+                with _tool_warnings() as pending:
+                    events = _in_order(service.chat_stream(chat_model, params, history), pending)
+                    result = render_stream(events, out)
                 if result is not None:
                     history = list(result.messages)
+
+
+def _check_model_name(model: str | None) -> None:
+    """`-m` is the model, `-M` the message: a model name has no spaces."""
+    if model is not None and (" " in model.strip() or model.rstrip().endswith("?")):
+        raise CliError(
+            f"option -m/--model takes a model name, got {model!r}; "
+            "to send a message, use -M/--message (capital M)"
+        )
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@contextlib.contextmanager
+def _tool_warnings() -> Iterator[list[logging.LogRecord]]:
+    """Hold toolweave's warnings (e.g. "tool 'x' failed") while a conversation streams: a
+    tool runs before its `tool call` line is printed, so its warning would come first."""
+    logger = logging.getLogger("toolweave")
+    handler = _Collect()
+    logger.addHandler(handler)
+    propagate, logger.propagate = logger.propagate, False
+    try:
+        yield handler.records
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+        _flush(handler.records)
+
+
+def _flush(pending: list[logging.LogRecord]) -> None:
+    while pending:
+        record = pending.pop(0)
+        err.print(f"[yellow]warning:[/] {escape(record.getMessage())}", soft_wrap=True)
+
+
+def _in_order(events: Iterable[Any], pending: list[logging.LogRecord]) -> Iterator[Any]:
+    """The events; after each has been printed, the warnings logged so far (so a failing
+    tool's warning follows its `tool call` line), and with TOOLWEAVE_DEBUG the failing
+    tool's own traceback."""
+    for event in events:
+        yield event  # printed by the consumer before it asks for the next one
+        _flush(pending)
+        if _debug() and isinstance(event, ToolExecutionFinished):
+            error = event.execution.result.error
+            if error is not None:
+                text = "".join(traceback.format_exception(error))
+                err.print(text, markup=False, highlight=False, end="", style="dim")
 
 
 def _report_probe(chat_model: Any) -> None:
@@ -216,7 +362,13 @@ def _report_probe(chat_model: Any) -> None:
 
     if not isinstance(chat_model, OpenAIChatModel) or chat_model.tool_calling != "auto":
         return
-    caps = probe_capabilities(chat_model)
+    note = "probing the model's tool calling (a few short requests)…"
+    if err.is_terminal:
+        with err.status(f"[dim]{note}[/]"):
+            caps = probe_capabilities(chat_model)
+    else:
+        err.print(f"[dim]{note}[/]")
+        caps = probe_capabilities(chat_model)
 
     def yn(flag: bool) -> str:
         return "yes" if flag else "no"
@@ -230,12 +382,15 @@ def _report_probe(chat_model: Any) -> None:
 
 
 def _prompt() -> Iterator[str]:
+    piped = not sys.stdin.isatty()
     while True:
         try:
             text = out.input("[bold blue]user>[/] ")
         except EOFError:
             out.print()
             return
+        if piped:  # the line was not echoed: show it and end the prompt's line
+            out.print(text, markup=False, highlight=False)
         if text.strip() in ("", "exit", "quit"):
             return
         yield text
@@ -302,6 +457,7 @@ def demo(
     from ._demo import LOCAL_QUESTION, SEED_QUESTION, get_weather
 
     with _errors():
+        _check_model_name(model)
         chosen = pick_provider(provider)
         ask = question or (LOCAL_QUESTION if chosen == "local" else SEED_QUESTION)
         service = ToolService(max_tool_calling_round_trips=4).tools(get_weather)
