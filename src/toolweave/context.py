@@ -17,7 +17,13 @@ from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-__all__ = ["ElicitationResult", "ToolChannel", "ToolContext", "use_tool_channel"]
+__all__ = [
+    "ElicitationResult",
+    "ToolChannel",
+    "ToolContext",
+    "current_tool_channel",
+    "use_tool_channel",
+]
 
 T = TypeVar("T")
 
@@ -57,6 +63,11 @@ class ToolChannel(Protocol):
 _CHANNEL: contextvars.ContextVar[ToolChannel | None] = contextvars.ContextVar(
     "toolweave_tool_channel", default=None
 )
+
+
+def current_tool_channel() -> ToolChannel | None:
+    """The channel in force here, if any."""
+    return _CHANNEL.get()
 
 
 @contextlib.contextmanager

@@ -1,7 +1,8 @@
 """A low-level MCP test server whose `echo` tool returns the raw arguments it received.
 
 It lets tests see exactly what a client sent (dropped `None` values, ``{}``); `whoami`
-returns the client's ``clientInfo``. ``ECHO_LISTING=dup`` lists a tool twice and two names
+returns the client's ``clientInfo``, `roots` the client's roots, `touch` sends
+``notifications/tools/list_changed``. ``ECHO_LISTING=dup`` lists a tool twice and two names
 that sanitise alike; ``ECHO_LISTING=loop`` answers every page with the same ``nextCursor``.
 Run: ``python mcp_echo_server.py``  (stdio); it writes one line to stderr at start.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import warnings
 from typing import Any
 
 import anyio
@@ -38,6 +40,8 @@ TOOLS = [
     types.Tool(name="echo.loose", description="Echo anything", input_schema=LOOSE),
     types.Tool(name="x" * 80, description="A long name", input_schema=LOOSE),
     types.Tool(name="whoami", description="The client's clientInfo", input_schema=LOOSE),
+    types.Tool(name="roots", description="The client's roots", input_schema=LOOSE),
+    types.Tool(name="touch", description="Says the tool list changed", input_schema=LOOSE),
 ]
 DUPLICATES = [
     types.Tool(name="echo", description="Listed again", input_schema=LOOSE),
@@ -60,6 +64,15 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         info = ctx.session.client_params.client_info
         text = json.dumps({"name": info.name, "version": info.version})
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+    if params.name == "roots":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # deprecated for 2026-07-28; this is 2025
+            listed = await ctx.session.list_roots()
+        text = json.dumps([[str(r.uri), r.name] for r in listed.roots])
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+    if params.name == "touch":
+        await ctx.session.send_tool_list_changed()
+        return types.CallToolResult(content=[types.TextContent(type="text", text="touched")])
     text = json.dumps({"arguments": params.arguments, "name": params.name}, sort_keys=True)
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 

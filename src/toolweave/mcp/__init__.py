@@ -11,7 +11,7 @@ except ImportError as _e:  # pragma: no cover - exercised in a subprocess test
         "pip install 'toolweave[mcp]'"
     ) from _e
 
-from .client import McpClient, McpTimeoutError, SyncMcpClient
+from .client import McpAuthError, McpClient, McpTimeoutError, SyncMcpClient
 from .config import (
     McpClientType,
     McpServerConfig,
@@ -24,6 +24,7 @@ from .server import McpTransport, build_mcp_server, serve_mcp, serve_mcp_async
 from .tool import McpTool, McpToolCard, mcp_result_to_value
 
 __all__ = [
+    "McpAuthError",
     "McpClient",
     "McpClientType",
     "McpCompletion",

@@ -11,7 +11,15 @@ from typing import Any, Protocol, runtime_checkable
 
 import mcp_types
 
-__all__ = ["McpToolSession"]
+__all__ = ["McpToolSession", "ProgressCallback"]
+
+
+class ProgressCallback(Protocol):
+    """``async (progress, total, message)``: a server's progress on one call."""
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        """One progress notification."""
+        ...
 
 
 @runtime_checkable
@@ -19,12 +27,18 @@ class McpToolSession(Protocol):
     """A connection an `McpTool` calls through.
 
     `call_tool` sends ``tools/call`` and returns the SDK's result; `timeout` ``None`` means the
-    connection's default. Cancelling the awaiting task cancels the call: the server is sent
+    connection's default; `progress` receives the server's progress notifications.
+    Cancelling the awaiting task cancels the call: the server is sent
     ``notifications/cancelled``.
     """
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any] | None, timeout: float | None
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        timeout: float | None,
+        *,
+        progress: ProgressCallback | None = None,
     ) -> mcp_types.CallToolResult:
         """Call `name` on the server."""
         ...

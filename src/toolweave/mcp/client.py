@@ -23,7 +23,7 @@ import contextlib
 import logging
 import math
 import sys
-from collections.abc import AsyncIterator, Coroutine, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from typing import Any, TextIO, TypeVar
 
 import anyio
@@ -42,10 +42,12 @@ from ..callbacks.framework import CallbackFramework, callback_framework
 from ..errors import ErrorCode, McpError, ToolTimeoutError
 from ._errlog import errlog_file
 from ._loop import LoopThread
+from ._session import ProgressCallback
 from .config import McpServerConfig
+from .hooks import ElicitationHook, LogHook, McpClientHooks, RootsHook, SamplingHook
 from .tool import McpTool, McpToolCard
 
-__all__ = ["McpClient", "McpTimeoutError", "SyncMcpClient"]
+__all__ = ["McpAuthError", "McpClient", "McpTimeoutError", "SyncMcpClient"]
 
 log = logging.getLogger("toolweave.mcp")
 
@@ -62,6 +64,17 @@ class McpTimeoutError(McpError, ToolTimeoutError):
     """An MCP request timed out; a cancellation was sent to the server."""
 
     default_code = ErrorCode.MCP_TIMEOUT
+
+
+class McpAuthError(McpError):
+    """An HTTP MCP server refused us (401 / 403); `status` is the HTTP status."""
+
+    default_code = ErrorCode.MCP_AUTH_ERROR
+
+    @property
+    def status(self) -> int:
+        """The HTTP status (401 or 403)."""
+        return int(self.details.get("status", 0))
 
 
 def _connection_error(
@@ -144,9 +157,19 @@ class _WatchedReadStream:
 class _Connection:
     """One live SDK `Client`, owned by one task on the private loop."""
 
-    def __init__(self, config: McpServerConfig, errlog: TextIO) -> None:
+    def __init__(
+        self,
+        config: McpServerConfig,
+        errlog: TextIO,
+        hooks: McpClientHooks,
+        auth: httpx2.Auth | None = None,
+    ) -> None:
         self.config = config
         self.errlog = errlog
+        self.hooks = hooks
+        self.auth = auth
+        self.refused: tuple[int, str] | None = None
+        """The last 401/403 the server answered: (status, WWW-Authenticate)."""
         self.client: Client | None = None
         self.ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.stop = asyncio.Event()
@@ -199,6 +222,8 @@ class _Connection:
                 http = httpx2.AsyncClient(
                     headers=cfg.headers or None,
                     timeout=httpx2.Timeout(cfg.connect_timeout, read=300.0),
+                    auth=self.auth,
+                    event_hooks={"response": [self._seen_response]},
                 )
                 await stack.enter_async_context(http)
                 read, write = await stack.enter_async_context(
@@ -206,9 +231,60 @@ class _Connection:
                 )
             else:
                 read, write = await stack.enter_async_context(
-                    sse_client(cfg.url, headers=cfg.headers or None, timeout=cfg.connect_timeout)
+                    sse_client(
+                        cfg.url,
+                        headers=cfg.headers or None,
+                        timeout=cfg.connect_timeout,
+                        auth=self.auth,
+                        httpx_client_factory=self._sse_http_client,
+                    )
                 )
             yield _WatchedReadStream(read, self), write
+
+    async def _seen_response(self, response: httpx2.Response) -> None:
+        if response.status_code in (401, 403):
+            self.refused = (response.status_code, response.headers.get("www-authenticate", ""))
+            if self.auth is None and not self.ready.done():
+                # Nothing here can answer the challenge: fail now, not at connect_timeout.
+                self.fail(f"the server answered {response.status_code}")
+
+    def _sse_http_client(
+        self,
+        headers: dict[str, str] | None = None,
+        timeout: httpx2.Timeout | None = None,
+        auth: httpx2.Auth | None = None,
+    ) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(
+            headers=headers,
+            timeout=timeout or httpx2.Timeout(self.config.connect_timeout, read=300.0),
+            auth=auth,
+            event_hooks={"response": [self._seen_response]},
+        )
+
+    def connect_error(self, message: str, cause: BaseException | None) -> McpError:
+        """`McpAuthError` when the server refused us, else the connection error."""
+        if self.refused is None:
+            return _connection_error(self.config, f"could not connect: {message}", cause)
+        status, challenge = self.refused
+        what = "401 Unauthorized" if status == 401 else "403 Forbidden"
+        hint = (
+            "the configured credentials were not accepted"
+            if self.auth is not None or self.config.auth_headers
+            else "pass auth= (e.g. the SDK's OAuthClientProvider) to McpClient, or put a "
+            "token in McpServerConfig.auth_headers"
+        )
+        text = f"{self.config.describe()}: the server answered {what}; {hint}"
+        if challenge:
+            text += f" (WWW-Authenticate: {challenge[:300]})"
+        return McpAuthError(
+            text,
+            cause=cause,
+            details={
+                "server_name": self.config.server_name,
+                "status": status,
+                "www_authenticate": challenge,
+            },
+        )
 
     async def own(self) -> None:
         """The owner task: connect, publish the client, wait for `stop`, disconnect."""
@@ -220,6 +296,12 @@ class _Connection:
                     self._transport(),  # type: ignore[arg-type]
                     cache=None,
                     client_info=_CLIENT_INFO,
+                    message_handler=self._on_message,
+                    # Servers ask (sampling, elicitation, roots) through requests of their
+                    # own only on handshake-era connections; a 2026-07-28 connection has no
+                    # back-channel for them, so a client that can answer uses the handshake.
+                    mode="legacy" if self.hooks.answers_requests else "auto",
+                    **self.hooks.sdk_callbacks(cfg),
                 ) as client:
                     self.client = client
                     scope.deadline = math.inf
@@ -233,13 +315,13 @@ class _Connection:
                     msg = f"no answer within the connect timeout ({cfg.connect_timeout:g} s)"
                 else:
                     msg = "the connection closed during the handshake"
-                self.ready.set_exception(_connection_error(cfg, f"could not connect: {msg}"))
+                self.ready.set_exception(self.connect_error(msg, None))
         except BaseException as e:
             if not self.ready.done():
                 msg = self.problem or _describe_error(e)
                 if isinstance(e, MCPError) and e.code == mcp_types.CONNECTION_CLOSED:
                     msg = self.problem or "the server closed the connection during the handshake"
-                self.ready.set_exception(_connection_error(cfg, f"could not connect: {msg}", e))
+                self.ready.set_exception(self.connect_error(msg, e))
             else:
                 self.problem = self.problem or _describe_error(e)
                 log.debug("%s: connection ended: %s", cfg.describe(), self.problem)
@@ -249,6 +331,16 @@ class _Connection:
             self.alive = False
             self.client = None
             self.done.set()
+
+    async def _on_message(self, message: Any) -> None:
+        note = getattr(message, "root", message)
+        if isinstance(note, mcp_types.ToolListChangedNotification):
+            log.info("%s: the server's tool list changed", self.config.describe())
+            hook = self.hooks.on_tools_changed
+            if hook is not None:
+                out = hook()
+                if asyncio.iscoroutine(out):
+                    await out
 
     async def close(self) -> None:
         self.alive = False
@@ -272,10 +364,14 @@ class _Core:
         config: McpServerConfig,
         errlog: TextIO | None,
         callbacks: CallbackFramework | None = None,
+        hooks: McpClientHooks | None = None,
+        auth: httpx2.Auth | None = None,
     ) -> None:
         self.config = config
         self.callbacks = callbacks
         self.errlog = errlog if errlog is not None else sys.stderr
+        self.hooks = hooks or McpClientHooks()
+        self.auth = auth
         self._thread: LoopThread | None = None
         self._conn: _Connection | None = None
         self._lock: asyncio.Lock | None = None
@@ -336,7 +432,7 @@ class _Core:
         return cfg.model_copy(update={"auth_headers": headers, "auth_query_params": query})
 
     async def _open(self) -> _Connection:
-        conn = _Connection(await self._authorized_config(), self.errlog)
+        conn = _Connection(await self._authorized_config(), self.errlog, self.hooks, self.auth)
         conn.task = asyncio.get_running_loop().create_task(conn.own())
         try:
             # `own` bounds the connect with connect_timeout; the extra wait_for only guards
@@ -462,13 +558,19 @@ class _Core:
         )
 
     async def _do_call_tool(
-        self, name: str, arguments: dict[str, Any], timeout: float | None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        timeout: float | None,
+        progress: ProgressCallback | None = None,
     ) -> mcp_types.CallToolResult:
         for attempt in range(2):
             conn = await self._do_connection()
             assert conn.client is not None
             try:
-                return await conn.client.call_tool(name, arguments, read_timeout_seconds=timeout)
+                return await conn.client.call_tool(
+                    name, arguments, read_timeout_seconds=timeout, progress_callback=progress
+                )
             except MCPError as e:
                 if _is_session_lost(e) and attempt == 0:
                     # The server no longer knows the session, so the call never ran: re-open
@@ -546,11 +648,23 @@ class _Core:
         )
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any] | None, timeout: float | None
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        timeout: float | None,
+        *,
+        progress: ProgressCallback | None = None,
     ) -> mcp_types.CallToolResult:
         t = self.effective_timeout(timeout)
         guard = None if t is None else t + self.config.connect_timeout
-        return await self._guarded(self._do_call_tool(name, dict(arguments or {}), t), guard)
+        return await self._guarded(
+            self._do_call_tool(name, dict(arguments or {}), t, progress), guard
+        )
+
+    async def _do_roots_changed(self) -> None:
+        conn = await self._do_connection()
+        assert conn.client is not None
+        await conn.client.send_roots_list_changed()
 
     async def close(self) -> None:
         if self._thread is None or not self._thread.alive():
@@ -617,6 +731,11 @@ class McpClient:
     `McpTool`s from `list_tools` turn results into toolweave values and errors. Over HTTP,
     `tool_auth` fires on `callbacks` (the global framework by default) before each
     connection is opened, reconnects included.
+    Capabilities are opt-in (see `toolweave.mcp.hooks`): `sampling` (a `ChatModel` or an
+    async callback), `elicitation`, `roots`, `on_log`, `on_tools_changed`. `auth` is an
+    ``httpx2.Auth`` for HTTP servers, e.g. the SDK's ``OAuthClientProvider`` (OAuth 2.1:
+    authorization code with PKCE, dynamic or pre-registered clients, token storage) or
+    ``ClientCredentialsOAuthProvider``; a 401/403 is an `McpAuthError` naming the status.
     """
 
     def __init__(
@@ -625,8 +744,15 @@ class McpClient:
         *,
         errlog: TextIO | None = None,
         callbacks: CallbackFramework | None = None,
+        sampling: SamplingHook = None,
+        elicitation: ElicitationHook | None = None,
+        roots: RootsHook | None = None,
+        on_log: LogHook | None = None,
+        on_tools_changed: Callable[[], Any] | None = None,
+        auth: httpx2.Auth | None = None,
     ) -> None:
-        self._core = _Core(config, errlog, callbacks)
+        hooks = McpClientHooks(sampling, elicitation, roots, on_log, on_tools_changed)
+        self._core = _Core(config, errlog, callbacks, hooks, auth)
 
     @property
     def config(self) -> McpServerConfig:
@@ -661,10 +787,20 @@ class McpClient:
         return _make_tools(self._core, await self._core.list_tools())
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any] | None = None, timeout: float | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        timeout: float | None = None,
+        *,
+        progress: ProgressCallback | None = None,
     ) -> mcp_types.CallToolResult:
-        """Call a tool by its name on the server; `timeout` defaults to `call_timeout`."""
-        return await self._core.call_tool(name, arguments, timeout)
+        """Call a tool by its name on the server; `timeout` defaults to `call_timeout`;
+        `progress` (``async (progress, total, message)``) receives the server's progress."""
+        return await self._core.call_tool(name, arguments, timeout, progress=progress)
+
+    async def roots_changed(self) -> None:
+        """Tell the server the roots changed (``notifications/roots/list_changed``)."""
+        await self._core.run(self._core._do_roots_changed())
 
     async def close(self) -> None:
         """Disconnect (stdio: close the server's stdin, then terminate it) and stop the loop
@@ -687,6 +823,12 @@ class SyncMcpClient:
         tools = client.list_tools()
         print(tools[0].invoke({"a": 1}))
     ```
+
+    Capabilities are opt-in (see `toolweave.mcp.hooks`): `sampling` (a `ChatModel` or an
+    async callback), `elicitation`, `roots`, `on_log`, `on_tools_changed`. `auth` is an
+    ``httpx2.Auth`` for HTTP servers, e.g. the SDK's ``OAuthClientProvider`` (OAuth 2.1:
+    authorization code with PKCE, dynamic or pre-registered clients, token storage) or
+    ``ClientCredentialsOAuthProvider``; a 401/403 is an `McpAuthError` naming the status.
     """
 
     def __init__(
@@ -695,8 +837,15 @@ class SyncMcpClient:
         *,
         errlog: TextIO | None = None,
         callbacks: CallbackFramework | None = None,
+        sampling: SamplingHook = None,
+        elicitation: ElicitationHook | None = None,
+        roots: RootsHook | None = None,
+        on_log: LogHook | None = None,
+        on_tools_changed: Callable[[], Any] | None = None,
+        auth: httpx2.Auth | None = None,
     ) -> None:
-        self._core = _Core(config, errlog, callbacks)
+        hooks = McpClientHooks(sampling, elicitation, roots, on_log, on_tools_changed)
+        self._core = _Core(config, errlog, callbacks, hooks, auth)
 
     @property
     def config(self) -> McpServerConfig:
@@ -730,6 +879,10 @@ class SyncMcpClient:
     ) -> mcp_types.CallToolResult:
         """Call a tool by its name on the server and wait for the result."""
         return self._core.run_sync(self._core.call_tool(name, arguments, timeout))
+
+    def roots_changed(self) -> None:
+        """Tell the server the roots changed (``notifications/roots/list_changed``)."""
+        self._core.run_sync(self._core._do_roots_changed())
 
     def close(self) -> None:
         """Disconnect and stop the loop thread. Idempotent."""

@@ -103,6 +103,10 @@ class McpServerConfig(BaseModel):
     requires_approval: bool | list[str] = False
     """True: every tool of this server waits for approval in a `ToolService`; a list: the
     tools with these (server-side) names do (docs/approvals.md)."""
+    sampling_max_tokens: int | None = 4096
+    """Ceiling on ``maxTokens`` of the server's sampling requests (with a sampling hook)."""
+    sampling_max_per_minute: int | None = 30
+    """Sampling requests the server may make per minute; more are refused."""
 
     @model_validator(mode="before")
     @classmethod

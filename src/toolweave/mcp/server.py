@@ -271,9 +271,16 @@ class _ServerChannel:
             )
 
     def _require(self, what: str, capability: mcp_types.ClientCapabilities) -> None:
-        if not self.ctx.session.check_client_capability(capability):
+        session = self.ctx.session
+        if not session.check_client_capability(capability):
             raise ToolNotSupportedError(
                 f"{what} is not available: the MCP client does not offer it"
+            )
+        if not session.can_send_request:
+            raise ToolNotSupportedError(
+                f"{what} is not available: the client connected with protocol "
+                f"{session.protocol_version}, which has no server-initiated requests (a "
+                "client that connects with the initialize handshake can be asked)"
             )
 
     async def sample(self, messages: Any, **params: Any) -> str:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any
 
 import mcp_types
 
+from ..context import ToolChannel, current_tool_channel
 from ..errors import ErrorCode, McpError
 from ..execution.content import (
     Annotations,
@@ -20,7 +22,7 @@ from ..execution.content import (
 from ..execution.results import StructuredText, ToolExecutionResult
 from ..tools.base import Tool
 from ..tools.card import ToolCard
-from ._session import McpToolSession
+from ._session import McpToolSession, ProgressCallback
 from .config import McpServerConfig, mcp_model_tool_name, sanitize_tool_name
 
 __all__ = ["McpTool", "McpToolCard", "mcp_result_to_value"]
@@ -261,5 +263,24 @@ class McpTool(Tool):
         card = self.card
         # The base class already applied the card / per-call timeout around this call;
         # the client's call_timeout is the ceiling when neither is set.
-        result = await self._session.call_tool(card.tool_name_on_server, inputs, None)
+        channel = current_tool_channel()
+        progress = _forward_progress(channel) if channel is not None else None
+        result = await self._session.call_tool(
+            card.tool_name_on_server, inputs, None, progress=progress
+        )
         return mcp_result_to_value(result, card.name)
+
+
+def _forward_progress(channel: ToolChannel) -> ProgressCallback:
+    """The server's progress on this call, passed on to the caller's channel (e.g. the
+    client of a `serve_mcp` proxy). Runs on the client's private loop: the report is handed
+    to the channel's loop without waiting for it."""
+    loop = channel.loop
+
+    async def forward(progress: float, total: float | None, message: str | None) -> None:
+        if loop is None or loop is asyncio.get_running_loop():
+            await channel.progress(progress, total, message)
+        elif not loop.is_closed():
+            asyncio.run_coroutine_threadsafe(channel.progress(progress, total, message), loop)
+
+    return forward

@@ -1,0 +1,262 @@
+"""Client capabilities: how an `McpClient` answers what a server asks of it.
+
+Each is opt-in (a server sees a capability only when its hook is given):
+
+- ``sampling``: a `ChatModel` (any toolweave provider) or an async callback answers
+  ``sampling/createMessage``; `McpServerConfig.sampling_max_tokens` caps what the server may
+  ask for and `sampling_max_per_minute` how often, so a server cannot spend your budget
+  unboundedly (over the limit the server gets an error);
+- ``elicitation``: an async callback gets an `ElicitationRequest` (form mode: a message and a
+  flat JSON schema; URL mode: a message and a URL to open) and returns an
+  `ElicitationResult`; for an accepted form the schema's defaults fill omitted fields;
+- ``roots``: a list of paths / ``file://`` URIs, or an async callback returning one; call
+  `McpClient.roots_changed()` after it changes;
+- ``on_log``: server log messages (``notifications/message``); without it they go to the
+  ``toolweave.mcp.server_log`` logger;
+- ``on_tools_changed``: called on ``notifications/tools/list_changed``.
+
+A client with a sampling, elicitation or roots hook connects with the initialize handshake
+(protocol 2025-11-25): on a 2026-07-28 connection a server has no way to send requests of
+its own.
+"""
+
+from __future__ import annotations
+
+import collections
+import inspect
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import mcp_types
+
+from ..context import ElicitationResult
+from .config import McpServerConfig
+
+__all__ = [
+    "ElicitationHook",
+    "ElicitationRequest",
+    "LogHook",
+    "McpClientHooks",
+    "RootsHook",
+    "SamplingHook",
+]
+
+log = logging.getLogger("toolweave.mcp")
+server_log = logging.getLogger("toolweave.mcp.server_log")
+
+
+@dataclass(frozen=True)
+class ElicitationRequest:
+    """What a server asks the user: in ``"form"`` mode fill `schema`; in ``"url"`` mode open
+    `url` (the answer's content is ignored)."""
+
+    server_name: str
+    message: str
+    mode: Literal["form", "url"] = "form"
+    schema: dict[str, Any] | None = None
+    url: str | None = None
+    elicitation_id: str | None = None
+
+
+SamplingHook = Any
+"""A `ChatModel`, or ``async (CreateMessageRequestParams) -> str | CreateMessageResult``."""
+ElicitationHook = Callable[[ElicitationRequest], Awaitable[ElicitationResult]]
+RootsHook = Sequence[str | Path] | Callable[[], Awaitable[Sequence[str | Path]]]
+LogHook = Callable[[str, mcp_types.LoggingMessageNotificationParams], Any]
+"""``(server_name, params)``; may be sync or async."""
+
+_LOG_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+
+
+def _root_uri(root: str | Path) -> str:
+    if isinstance(root, Path) or "://" not in root:
+        return Path(root).resolve().as_uri()
+    return root
+
+
+def _text_of(content: Any) -> str:
+    blocks = content if isinstance(content, list) else [content]
+    return "".join(getattr(b, "text", "") or "" for b in blocks)
+
+
+@dataclass
+class McpClientHooks:
+    """The hooks of one client (see the module docstring); all optional."""
+
+    sampling: SamplingHook = None
+    elicitation: ElicitationHook | None = None
+    roots: RootsHook | None = None
+    on_log: LogHook | None = None
+    on_tools_changed: Callable[[], Any] | None = None
+
+    def __post_init__(self) -> None:
+        self._sampled: collections.deque[float] = collections.deque()
+
+    @property
+    def answers_requests(self) -> bool:
+        """Whether the server may send requests (sampling, elicitation, roots)."""
+        return any(h is not None for h in (self.sampling, self.elicitation, self.roots))
+
+    # SDK callbacks -------------------------------------------------------------------------
+    def sdk_callbacks(self, config: McpServerConfig) -> dict[str, Any]:
+        """Keyword arguments for the SDK's `Client` (only the capabilities given)."""
+        out: dict[str, Any] = {"logging_callback": self._logging(config)}
+        if self.on_log is not None:  # 2026-07-28 servers send logs only to who opts in
+            out["log_level"] = "debug"
+        if self.sampling is not None:
+            out["sampling_callback"] = self._sampling(config)
+        if self.elicitation is not None:
+            out["elicitation_callback"] = self._elicitation(config)
+        if self.roots is not None:
+            out["list_roots_callback"] = self._roots()
+        return out
+
+    def _logging(self, config: McpServerConfig) -> Any:
+        async def on_log(params: mcp_types.LoggingMessageNotificationParams) -> None:
+            if self.on_log is None:
+                server_log.log(
+                    _LOG_LEVELS.get(params.level, logging.INFO),
+                    "%s%s: %s",
+                    config.server_name,
+                    f" ({params.logger})" if params.logger else "",
+                    params.data,
+                )
+                return
+            out = self.on_log(config.server_name, params)
+            if inspect.isawaitable(out):
+                await out
+
+        return on_log
+
+    def _sampling(self, config: McpServerConfig) -> Any:
+        async def sample(ctx: Any, params: mcp_types.CreateMessageRequestParams) -> Any:
+            now = time.monotonic()
+            window = self._sampled
+            while window and now - window[0] > 60.0:
+                window.popleft()
+            limit = config.sampling_max_per_minute
+            if limit is not None and len(window) >= limit:
+                return mcp_types.ErrorData(
+                    code=mcp_types.INVALID_REQUEST,
+                    message=f"sampling limit reached ({limit} requests per minute)",
+                )
+            window.append(now)
+            if config.sampling_max_tokens is not None:
+                params = params.model_copy(
+                    update={"max_tokens": min(params.max_tokens, config.sampling_max_tokens)}
+                )
+            try:
+                if callable(getattr(self.sampling, "achat", None)):
+                    return await _sample_with_model(self.sampling, params)
+                answer = await self.sampling(params)
+            except Exception as e:  # the server gets an error, the connection lives on
+                log.warning("%s: sampling failed: %s", config.describe(), e)
+                return mcp_types.ErrorData(
+                    code=mcp_types.INTERNAL_ERROR, message=f"sampling failed: {e}"
+                )
+            if isinstance(answer, str):
+                return mcp_types.CreateMessageResult(
+                    role="assistant",
+                    content=mcp_types.TextContent(type="text", text=answer),
+                    model="toolweave",
+                    stop_reason="endTurn",
+                )
+            return answer
+
+        return sample
+
+    def _elicitation(self, config: McpServerConfig) -> Any:
+        async def elicit(ctx: Any, params: Any) -> Any:
+            assert self.elicitation is not None
+            if isinstance(params, mcp_types.ElicitRequestURLParams):
+                request = ElicitationRequest(
+                    server_name=config.server_name,
+                    message=params.message,
+                    mode="url",
+                    url=params.url,
+                    elicitation_id=params.elicitation_id,
+                )
+            else:
+                request = ElicitationRequest(
+                    server_name=config.server_name,
+                    message=params.message,
+                    schema=dict(params.requested_schema),
+                )
+            try:
+                answer = await self.elicitation(request)
+            except Exception as e:
+                log.warning("%s: elicitation failed: %s", config.describe(), e)
+                return mcp_types.ErrorData(
+                    code=mcp_types.INTERNAL_ERROR, message=f"elicitation failed: {e}"
+                )
+            content = None
+            if answer.action == "accept" and request.mode == "form":
+                content = _with_defaults(answer.content or {}, request.schema or {})
+            return mcp_types.ElicitResult(action=answer.action, content=content)  # type: ignore[arg-type]
+
+        return elicit
+
+    def _roots(self) -> Any:
+        async def list_roots(ctx: Any) -> mcp_types.ListRootsResult:
+            roots = self.roots
+            listed = await roots() if callable(roots) else roots
+            return mcp_types.ListRootsResult(
+                roots=[
+                    mcp_types.Root(
+                        uri=_root_uri(r), name=Path(r).name if "://" not in str(r) else None
+                    )
+                    for r in listed or ()
+                ]
+            )
+
+        return list_roots
+
+
+def _with_defaults(content: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """SEP-1034: a field the user left out takes the schema's default."""
+    out = dict(content)
+    for name, prop in (schema.get("properties") or {}).items():
+        if name not in out and isinstance(prop, dict) and "default" in prop:
+            out[name] = prop["default"]
+    return out
+
+
+async def _sample_with_model(model: Any, params: mcp_types.CreateMessageRequestParams) -> Any:
+    from ..chat.messages import AiMessage, SystemMessage, UserMessage
+    from ..chat.request import ChatRequest, ChatRequestParameters
+    from ..chat.response import FinishReason
+
+    messages: list[Any] = []
+    if params.system_prompt:
+        messages.append(SystemMessage(text=params.system_prompt))
+    for m in params.messages:
+        text = _text_of(m.content)
+        messages.append(AiMessage(text=text) if m.role == "assistant" else UserMessage(text=text))
+    request = ChatRequest(
+        messages,
+        ChatRequestParameters(
+            max_tokens=params.max_tokens,
+            temperature=params.temperature,
+            stop=tuple(params.stop_sequences) if params.stop_sequences else None,
+        ),
+    )
+    response = await model.achat(request)
+    return mcp_types.CreateMessageResult(
+        role="assistant",
+        content=mcp_types.TextContent(type="text", text=response.ai_message.text or ""),
+        model=response.model or str(getattr(model, "model_name", None) or "toolweave"),
+        stop_reason="maxTokens" if response.finish_reason == FinishReason.LENGTH else "endTurn",
+    )
