@@ -146,3 +146,20 @@ def test_toolweave_works_without_dbos() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
+
+
+def test_the_sync_faces_work_after_shutdown(postgres: Any) -> None:
+    """DBOS makes its thread pool the default executor of the loop that toolweave's sync
+    faces reuse, and stops the pool when destroyed: after `shutdown()` a sync call that
+    needs a worker thread (`asyncio.to_thread`) must still work."""
+    from toolweave._utils.sync import run_sync
+    from toolweave.durable import DurableToolService, launch, shutdown
+
+    service = DurableToolService("after-shutdown", model=ScriptedChatModel(script)).tools(add)
+    launch(postgres.url_for("tw_after_shutdown"), app_name="twaftershutdown", log_level="WARNING")
+    try:
+        result = service.chat(None, None, "go", conversation_id="c-after")
+        assert result.text is not None
+    finally:
+        shutdown()
+    assert run_sync(asyncio.to_thread(lambda: 41 + 1)) == 42

@@ -25,6 +25,16 @@ def _runner() -> asyncio.Runner:
     return runner
 
 
+def reset_thread_loop() -> None:
+    """Close this thread's reusable loop; the next `run_sync` makes a new one. For code
+    that configured that loop and is going away (DBOS makes its own thread pool the loop's
+    default executor, and shuts the pool down when it is destroyed)."""
+    runner: asyncio.Runner | None = getattr(_local, "runner", None)
+    _local.runner = None
+    if runner is not None:
+        runner.close()
+
+
 def _in_running_loop() -> bool:
     try:
         asyncio.get_running_loop()

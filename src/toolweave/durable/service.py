@@ -28,7 +28,7 @@ from typing import Any, Final, TypeAlias
 from dbos import DBOS, SetWorkflowID, StepOptions
 from dbos import error as dbos_error
 
-from .._utils.sync import run_sync
+from .._utils.sync import reset_thread_loop, run_sync
 from ..chat.messages import ChatMessage, UserMessage
 from ..chat.model import ChatModel
 from ..chat.request import ChatRequest, ChatRequestParameters
@@ -867,3 +867,6 @@ def recover(executor_ids: Sequence[str]) -> list[str]:
 def shutdown() -> None:
     """Stop DBOS in this process (running conversations stay pending and are recovered)."""
     DBOS.destroy()
+    # DBOS made its (now stopped) thread pool the default executor of the loop the sync
+    # faces reuse in this thread: later `asyncio.to_thread` calls there would fail
+    reset_thread_loop()

@@ -124,6 +124,16 @@ class _Signer:
         self._credentials: Any = None
         self._lock = threading.Lock()
 
+    @property
+    def resolved(self) -> bool:
+        """Whether credentials were found already."""
+        return self._credentials is not None
+
+    @property
+    def given(self) -> bool:
+        """Whether the credentials were given (nothing to look up)."""
+        return self._given is not None
+
     def resolve(self) -> None:
         """Find credentials (may do I/O: files, the instance metadata service)."""
         if self._credentials is not None:
@@ -425,8 +435,12 @@ class BedrockChatModel(HttpChatModel):
         return None
 
     async def _arequest_headers(self) -> Mapping[str, str] | None:
-        if self._signer is not None:
-            await asyncio.to_thread(self._signer.resolve)  # may read files or the network
+        signer = self._signer
+        if signer is not None and not signer.resolved:
+            if signer.given:
+                signer.resolve()
+            else:
+                await asyncio.to_thread(signer.resolve)  # the chain may read files or the network
         return None
 
     # request --------------------------------------------------------------------------------
