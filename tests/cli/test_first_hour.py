@@ -153,3 +153,41 @@ def test_interactive_chat_says_it_is_probing(fake_local: dict[str, str]) -> None
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
+
+
+def test_a_terminated_chat_stops_its_local_server(fake_local: dict[str, str]) -> None:
+    """`kill` (SIGTERM) ends the command like Ctrl-C: the llama-server it started is stopped
+    (no terminal here, so no SIGHUP would do it)."""
+    import signal
+    import time
+
+    import httpx2
+
+    proc = subprocess.Popen(
+        [*TOOLWEAVE, "chat", "-t", TOOLS, "-p", "local"],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env=_env(**fake_local), cwd=HERE, start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        health = None
+        for line in proc.stderr:
+            found = re.search(r"at (http://127\.0\.0\.1:\d+)/v1", line)
+            if found:
+                health = f"{found.group(1)}/health"
+            if line.startswith("probe:"):
+                break  # now waiting for input
+        assert health is not None and httpx2.get(health, timeout=5).status_code == 200
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 128 + signal.SIGTERM
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            httpx2.get(health, timeout=1)
+        except httpx2.TransportError:
+            return  # the server is gone with the command
+        time.sleep(0.2)
+    pytest.fail("the local llama-server outlived the terminated command")

@@ -7,7 +7,9 @@ import importlib.util
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator
@@ -487,4 +489,12 @@ def demo(
 
 def main() -> None:
     """The `toolweave` entry point."""
+    # `kill` / `timeout` end the command like Ctrl-C does: exit handlers run, so a local
+    # llama-server it started is stopped instead of left running
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminated)
     app()
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
