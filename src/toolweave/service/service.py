@@ -36,7 +36,7 @@ import inspect
 import json
 import logging
 import types
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -218,40 +218,13 @@ class _FromModel:
     error: BaseException | None = None
 
 
-async def _pump(
-    source: AsyncIterator[StreamEvent], queue: asyncio.Queue[Any], credit: asyncio.Semaphore
-) -> None:
-    """Move the model's stream into `queue`, one event per `credit` (the consumer grants the
-    next once it has handled the last, so the stream is read no sooner than before). One task
-    runs the whole stream, so what it holds across events (an HTTP response, a timeout
-    scope) stays in one task."""
-    try:
-        while True:
-            await credit.acquire()
-            try:
-                event = await anext(source)
-            except StopAsyncIteration:
-                queue.put_nowait(_FromModel())
-                return
-            queue.put_nowait(_FromModel(event))
-    except asyncio.CancelledError:
-        raise
-    except BaseException as e:
-        queue.put_nowait(_FromModel(error=e))
-    finally:
-        close = getattr(source, "aclose", None)
-        if close is not None:
-            await close()
-
-
 async def _interleaved(
-    source: AsyncIterator[StreamEvent], queue: asyncio.Queue[Any]
+    pump: Coroutine[Any, Any, None], queue: asyncio.Queue[Any]
 ) -> AsyncIterator[Any]:
-    """The model's events and the progress events of tools started eagerly, merged in the
-    order they happen: a tool's start and finish reach the consumer at once, not when the
-    model's stream next yields."""
-    credit = asyncio.Semaphore(1)
-    pump = asyncio.create_task(_pump(aiter(source), queue, credit))
+    """Run `pump` (which moves a model stream into `queue`) in a task of its own and yield
+    what reaches `queue` (model events and the progress of tools started eagerly) in the
+    order it arrives; closing this generator cancels the pump."""
+    task = asyncio.create_task(pump)
     try:
         while True:
             item = await queue.get()
@@ -263,12 +236,22 @@ async def _interleaved(
                 return
             else:
                 yield item.event
-                credit.release()
     finally:
-        if not pump.done():
-            pump.cancel()
+        if not task.done():
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await pump
+                await task
+
+
+def _renamed(event: StreamEvent, ids: _UniqueIds) -> StreamEvent:
+    """`event` with its call ids made unique (see `_UniqueIds`)."""
+    if isinstance(event, CompleteToolCall):
+        unique = ids(event.request)
+        if unique is not event.request:
+            return CompleteToolCall(event.index, unique)
+    elif isinstance(event, ResponseCompleted):
+        return ResponseCompleted(_unique_call_ids(event.response))
+    return event
 
 
 class _UniqueIds:
@@ -878,21 +861,16 @@ class ToolService:
         """One streamed model call: its events, partial outputs, and (with `eager`) tools
         started as soon as their call is complete; sets `turn.response`."""
         assert turn.queue is not None
-        barrier_seen = False
         partials = PartialJsonStream() if run.output is not None else None
         ids = _UniqueIds()
         source = model.astream(request)
-        events = _interleaved(source, turn.queue) if eager else source
+        events = _interleaved(self._pump(source, run, turn, ids), turn.queue) if eager else source
         async for event in events:
             if isinstance(event, (ToolExecutionStarted, ToolExecutionFinished)):
                 yield event  # an eagerly started tool's progress, as it happens
                 continue
-            if isinstance(event, CompleteToolCall):
-                unique = ids(event.request)
-                if unique is not event.request:
-                    event = CompleteToolCall(event.index, unique)
-            elif isinstance(event, ResponseCompleted):
-                event = ResponseCompleted(_unique_call_ids(event.response))
+            if not eager:
+                event = _renamed(event, ids)
             if partials is not None and isinstance(event, ResponseCompleted):
                 value = partials.flush()
                 if value is not None:
@@ -904,18 +882,46 @@ class ToolService:
                     yield PartialOutput(value)
             if isinstance(event, ResponseCompleted):
                 turn.response = event.response
-            elif eager and isinstance(event, CompleteToolCall):
+        if turn.response is None:
+            raise ToolweaveError(
+                f"the model stream of {type(model).__name__} ended without a final response"
+            )
+
+    async def _pump(
+        self, source: AsyncIterator[StreamEvent], run: _Run, turn: _Turn, ids: _UniqueIds
+    ) -> None:
+        """The eager turn's reader, in a task of its own: moves the model's events into the
+        turn's queue as they arrive and starts each tool as soon as its call is complete (so
+        the tools' progress events interleave with the model's). One task runs the whole
+        stream, so what the stream holds across events (an HTTP response, a timeout scope)
+        stays in one task."""
+        queue = turn.queue
+        assert queue is not None
+        barrier_seen = False
+        try:
+            async for raw in source:
+                event = _renamed(raw, ids)
+                queue.put_nowait(_FromModel(event))
+                if not isinstance(event, CompleteToolCall):
+                    continue
                 entry = self._entry(event.request.name)
                 if barrier_seen or (entry is not None and entry.barrier):
                     barrier_seen = True  # calls after a barrier wait for the whole response
                 elif await self._gate(event.request, run) is None:
                     turn.started[event.request.id] = asyncio.create_task(
-                        self._execute_one(event.request, run, turn.queue)
+                        self._execute_one(event.request, run, queue)
                     )
-        if turn.response is None:
-            raise ToolweaveError(
-                f"the model stream of {type(model).__name__} ended without a final response"
-            )
+                    await asyncio.sleep(0)  # its start is reported before what comes next
+        except asyncio.CancelledError:
+            raise
+        except BaseException as e:
+            queue.put_nowait(_FromModel(error=e))
+        else:
+            queue.put_nowait(_FromModel())
+        finally:
+            close = getattr(source, "aclose", None)
+            if close is not None:
+                await close()
 
     async def _stream_round(
         self, calls: list[ToolExecutionRequest], run: _Run, turn: _Turn
