@@ -943,3 +943,45 @@ def test_eager_tool_progress_is_delivered_as_it_happens() -> None:
     assert finished.execution.result.text == "3"
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["still talking", "bye"]
     assert sum(isinstance(e, ToolExecutionStarted) for e in events) == 1
+
+
+def test_closing_an_eager_stream_stops_its_reader_from_starting_tools() -> None:
+    from toolweave import ChatResponse, CompleteToolCall, ResponseCompleted, ToolExecutionStarted
+
+    started: list[str] = []
+    resumed: list[bool] = []
+    more = asyncio.Event()
+
+    @tool
+    async def slow(tag: str) -> str:
+        """Takes a while."""
+        started.append(tag)
+        await asyncio.sleep(5)
+        return tag
+
+    class TwoCalls:
+        async def astream(self, request: Any) -> Any:
+            first = call("slow", '{"tag": "first"}', id="c1")
+            yield CompleteToolCall(0, first)
+            await more.wait()  # the reader waits here when the consumer closes the stream
+            resumed.append(True)  # the reader must be gone by now: never reached
+            second = call("slow", '{"tag": "second"}', id="c2")
+            yield CompleteToolCall(1, second)
+            yield ResponseCompleted(
+                ChatResponse(AiMessage(tool_execution_requests=[first, second]))
+            )
+
+    async def main() -> None:
+        stream = ToolService().tools(slow).achat_stream(TwoCalls(), None, "go", eager=True)  # type: ignore[arg-type]
+        async for event in stream:
+            if isinstance(event, ToolExecutionStarted):
+                break
+        await stream.aclose()
+        more.set()  # had the reader survived, it would now start the second call
+        for _ in range(20):
+            await asyncio.sleep(0.01)
+        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        assert others == []
+
+    asyncio.run(main())
+    assert started == ["first"] and resumed == []

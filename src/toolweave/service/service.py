@@ -36,7 +36,7 @@ import inspect
 import json
 import logging
 import types
-from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -220,7 +220,7 @@ class _FromModel:
 
 async def _interleaved(
     pump: Coroutine[Any, Any, None], queue: asyncio.Queue[Any]
-) -> AsyncIterator[Any]:
+) -> AsyncGenerator[Any, None]:
     """Run `pump` (which moves a model stream into `queue`) in a task of its own and yield
     what reaches `queue` (model events and the progress of tools started eagerly) in the
     order it arrives; closing this generator cancels the pump."""
@@ -611,8 +611,10 @@ class ToolService:
         run = self._start(
             parameters, messages, memory_id, context, injected, output_type, decisions
         )
-        async for event in self._loop(model, run, streaming=True, eager=eager):
-            yield event
+        # closed at once when the caller stops reading, so tools it started stop with it
+        async with contextlib.aclosing(self._loop(model, run, streaming=True, eager=eager)) as loop:
+            async for event in loop:
+                yield event
 
     def chat_stream(
         self,
@@ -721,7 +723,7 @@ class ToolService:
 
     async def _loop(
         self, model: ChatModel, run: _Run, *, streaming: bool, eager: bool
-    ) -> AsyncIterator[ServiceEvent]:
+    ) -> AsyncGenerator[ServiceEvent, None]:
         rounds = run.rounds
         parameters = self._parameters(run)
         pending: list[ToolExecutionRequest] = []
@@ -758,10 +760,12 @@ class ToolService:
                         s = start_model_span(
                             model, request, stream=True, parent=model_parent(run.span)
                         )
+                    stream = self._stream_turn(model, request, run, turn, eager_ok)
                     try:
-                        async for event in self._stream_turn(model, request, run, turn, eager_ok):
+                        async for event in stream:
                             yield event
                     except BaseException as e:  # the span ends with the stream, however it ends
+                        await stream.aclose()  # and an eager reader stops starting tools
                         end_model_span(s, model, error=None if isinstance(e, GeneratorExit) else e)
                         raise
                     end_model_span(s, model, turn.response)
@@ -857,31 +861,35 @@ class ToolService:
 
     async def _stream_turn(
         self, model: ChatModel, request: ChatRequest, run: _Run, turn: _Turn, eager: bool
-    ) -> AsyncIterator[ServiceEvent]:
+    ) -> AsyncGenerator[ServiceEvent, None]:
         """One streamed model call: its events, partial outputs, and (with `eager`) tools
         started as soon as their call is complete; sets `turn.response`."""
         assert turn.queue is not None
         partials = PartialJsonStream() if run.output is not None else None
         ids = _UniqueIds()
         source = model.astream(request)
-        events = _interleaved(self._pump(source, run, turn, ids), turn.queue) if eager else source
-        async for event in events:
-            if isinstance(event, (ToolExecutionStarted, ToolExecutionFinished)):
-                yield event  # an eagerly started tool's progress, as it happens
-                continue
-            if not eager:
-                event = _renamed(event, ids)
-            if partials is not None and isinstance(event, ResponseCompleted):
-                value = partials.flush()
-                if value is not None:
-                    yield PartialOutput(value)
-            yield event
-            if partials is not None and isinstance(event, TextDelta):
-                value = partials.feed(event.text)
-                if value is not None:
-                    yield PartialOutput(value)
-            if isinstance(event, ResponseCompleted):
-                turn.response = event.response
+        reader = _interleaved(self._pump(source, run, turn, ids), turn.queue) if eager else None
+        events: AsyncIterator[Any] = reader if reader is not None else source
+        # an eager turn's reader must stop (and start no more tools) however this ends
+        closing = contextlib.aclosing(reader) if reader is not None else contextlib.nullcontext()
+        async with closing:
+            async for event in events:
+                if isinstance(event, (ToolExecutionStarted, ToolExecutionFinished)):
+                    yield event  # an eagerly started tool's progress, as it happens
+                    continue
+                if not eager:
+                    event = _renamed(event, ids)
+                if partials is not None and isinstance(event, ResponseCompleted):
+                    value = partials.flush()
+                    if value is not None:
+                        yield PartialOutput(value)
+                yield event
+                if partials is not None and isinstance(event, TextDelta):
+                    value = partials.feed(event.text)
+                    if value is not None:
+                        yield PartialOutput(value)
+                if isinstance(event, ResponseCompleted):
+                    turn.response = event.response
         if turn.response is None:
             raise ToolweaveError(
                 f"the model stream of {type(model).__name__} ended without a final response"
