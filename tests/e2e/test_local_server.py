@@ -266,3 +266,37 @@ def test_a_crash_at_start_is_retried_without_repacking(
     with LlamaServer(script, model_file, log_dir=tmp_path / "logs2", startup_timeout=30) as again:
         assert again.running and "repack: off" in again.log_text()
     assert "SIGSEGV" not in capsys.readouterr().err  # no second crash
+
+
+def test_cmake_from_pypi_goes_into_toolweaves_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No cmake on PATH: the cmake wheel is pip-installed --target the cache (here a
+    stand-in wheel of the same layout), never into the active environment."""
+    import zipfile
+
+    from toolweave.local import build
+
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    with zipfile.ZipFile(wheels / "cmake-99.0.0-py3-none-any.whl", "w") as z:
+        z.writestr("cmake/__init__.py", "")
+        z.writestr("cmake/data/bin/cmake", "#!/bin/sh\necho cmake stand-in\n")
+        z.writestr(
+            "cmake-99.0.0.dist-info/METADATA",
+            "Metadata-Version: 2.1\nName: cmake\nVersion: 99.0.0\n",
+        )
+        z.writestr(
+            "cmake-99.0.0.dist-info/WHEEL",
+            "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        )
+        z.writestr("cmake-99.0.0.dist-info/RECORD", "")
+    monkeypatch.setenv("TOOLWEAVE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(wheels))
+    beside = Path(sys.executable).with_name("cmake")
+    had = beside.exists()
+    found = Path(build._find_cmake())
+    assert found == tmp_path / "cache" / "tools" / "cmake" / "cmake" / "data" / "bin" / "cmake"
+    assert found.is_file() and beside.exists() == had  # nothing added to the environment

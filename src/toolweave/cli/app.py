@@ -119,7 +119,7 @@ def _errors() -> Iterator[None]:
         message = (
             str(e) if isinstance(e, (CliError, ToolweaveError)) else f"{type(e).__name__}: {e}"
         )
-        lines = [line.strip(" -") for line in message.splitlines() if line.strip()]
+        lines = [line.strip().removeprefix("- ") for line in message.splitlines() if line.strip()]
         one_line = "; ".join(lines).replace(":;", ":") if lines else type(e).__name__
         err.print(f"[bold red]error:[/] {escape(one_line)}", soft_wrap=True)
         raise typer.Exit(1) from None
@@ -308,7 +308,7 @@ def _check_model_name(model: str | None) -> None:
     """`-m` is the model, `-M` the message: a model name has no spaces."""
     if model is not None and (" " in model.strip() or model.rstrip().endswith("?")):
         raise CliError(
-            f"option -m/--model takes a model name, got {model!r}; "
+            f"-m/--model takes a model name, got {model!r}; "
             "to send a message, use -M/--message (capital M)"
         )
 

@@ -188,24 +188,25 @@ def ensure_llama_server(
 
 
 def _find_cmake() -> str:
-    """cmake from PATH, else the `cmake` wheel from PyPI installed into this environment
-    (a machine with a compiler but no cmake still builds)."""
+    """cmake from PATH, else the `cmake` wheel from PyPI installed into toolweave's cache
+    (`pip install --target <cache>/tools/cmake`, not into this environment), so a machine
+    with a compiler but no cmake still builds."""
     found = shutil.which("cmake")
     if found:
         return found
-    beside = Path(sys.executable).with_name("cmake")
-    if not beside.is_file():
+    target = cache_root() / "tools" / "cmake"
+    binary = target / "cmake" / "data" / "bin" / "cmake"
+    if not binary.is_file():
         subprocess.run(
-            [sys.executable, "-m", "pip", "install", "-q", "cmake"],
-            capture_output=True,
-            check=False,
-            timeout=600,
-        )
-    if beside.is_file():
-        return str(beside)
+            [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+             "--no-deps", "--upgrade", "--target", str(target), "cmake"],
+            capture_output=True, check=False, timeout=600,
+        )  # fmt: skip
+    if binary.is_file():
+        return str(binary)
     raise LlamaBuildError(
-        "cmake is not installed and `pip install cmake` did not provide it; "
-        "install cmake (e.g. apt-get install cmake) to build llama-server"
+        f"cmake is not installed and `pip install --target {target} cmake` did not provide "
+        "it; install cmake (e.g. apt-get install cmake) to build llama-server"
     )
 
 
