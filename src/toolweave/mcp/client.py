@@ -699,7 +699,8 @@ def _is_session_lost(e: MCPError) -> bool:
 
 def _make_tools(core: _Core, tools: list[mcp_types.Tool]) -> list[McpTool]:
     """One tool per remote name (a name listed again is dropped with a warning: calls could
-    not tell the two apart); model-facing names are made unique in listing order."""
+    not tell the two apart); model-facing names are made unique in listing order. Tools
+    that require a task-augmented call are left out (with a warning)."""
     remote: set[str] = set()
     taken: set[str] = set()
     out: list[McpTool] = []
@@ -712,6 +713,15 @@ def _make_tools(core: _Core, tools: list[mcp_types.Tool]) -> list[McpTool]:
             )
             continue
         remote.add(t.name)
+        if t.execution is not None and t.execution.task_support == "required":
+            # Task-augmented calls are not supported yet: every call would fail.
+            log.warning(
+                "%s: tool %r requires a task-augmented call, which toolweave does not make "
+                "yet; it is left out",
+                core.config.describe(),
+                t.name,
+            )
+            continue
         card = McpToolCard.from_mcp(t, core.config, taken=taken)
         taken.add(card.name)
         out.append(McpTool(card, core))
