@@ -28,6 +28,7 @@ from ..execution import DefaultToolExecutor, ToolExecutionRequest
 from ..providers.constrained import ConstrainedToolCalling
 from ..service import ToolExecutionFinished, ToolService
 from ..tools import Tool
+from ._approve import ask_decisions
 from ._load import CliError, load_tools, loaded_module
 from ._models import open_model, pick_provider
 from ._render import render_stream, result_display
@@ -281,7 +282,8 @@ def chat(
 ) -> None:
     """Chat with a model that can call the tools; tool calls and results show as they happen.
 
-    Interactive unless --message is given; an empty line, `exit` or Ctrl-D ends it.
+    Interactive unless --message is given; an empty line, `exit` or Ctrl-D ends it. A tool
+    that requires approval asks before it runs (y / n / edit its arguments).
     """
     with _errors():
         _check_model_name(model)
@@ -297,9 +299,19 @@ def chat(
                 if message:  # interactive input is already on screen
                     out.print(f"[bold blue]user>[/] {escape(text)}")
                 history.append(UserMessage(text))
-                with _tool_warnings() as pending:
-                    events = _in_order(service.chat_stream(chat_model, params, history), pending)
-                    result = render_stream(events, out)
+                conversation: Any = history
+                decisions: dict[str, Any] | None = None
+                while True:
+                    with _tool_warnings() as pending:
+                        stream = service.chat_stream(
+                            chat_model, params, conversation, decisions=decisions
+                        )
+                        result = render_stream(_in_order(stream, pending), out)
+                    if result is None or result.state is None:
+                        break
+                    # calls wait for approval (or a deferred result): ask, then go on
+                    conversation = result.state
+                    decisions = ask_decisions(result.pending, out)
                 if result is not None:
                     history = list(result.messages)
 

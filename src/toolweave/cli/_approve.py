@@ -1,0 +1,70 @@
+"""`toolweave chat` asks in the terminal before a tool that needs approval runs, and for the
+result of a deferred call (docs/approvals.md)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from ..service.approvals import Approve, Decision, DeferredResult, Deny, PendingCall
+
+__all__ = ["ask_decisions"]
+
+Ask = Callable[[str], str]
+
+
+def ask_decisions(
+    pending: Sequence[PendingCall], console: Console, ask: Ask | None = None
+) -> dict[str, Decision]:
+    """One decision per pending call, asked on `console`: y(es) / n(o) / e(dit) for an
+    approval, the result text for a deferred call. End of input denies what is left."""
+    read: Ask = ask or (lambda prompt: console.input(prompt))
+    decisions: dict[str, Decision] = {}
+    for call in pending:
+        try:
+            decisions[call.id] = _ask_one(call, console, read)
+        except EOFError:
+            console.print()
+            for rest in pending:
+                decisions.setdefault(rest.id, Deny("No decision was given (input ended)."))
+            break
+    return decisions
+
+
+def _ask_one(call: PendingCall, console: Console, read: Ask) -> Decision:
+    shown = f"{escape(call.tool_name)}({escape(call.arguments)}) [dim]id={escape(call.id)}[/]"
+    if call.reason == "deferred":
+        console.print(f"[bold yellow]deferred[/] {shown}", soft_wrap=True)
+        return DeferredResult(read("[bold yellow]result>[/] "))
+    console.print(f"[bold yellow]approval needed[/] {shown}", soft_wrap=True)
+    while True:
+        prompt = r"[bold yellow]run it? \[y]es / \[n]o / \[e]dit arguments:[/] "
+        answer = read(prompt).strip().lower()
+        if answer in ("y", "yes"):
+            return Approve()
+        if answer in ("n", "no"):
+            reason = read("[bold yellow]reason for the model (optional):[/] ").strip()
+            return Deny(reason) if reason else Deny()
+        if answer in ("e", "edit"):
+            edited = _edited(call, console, read)
+            if edited is not None:
+                return Approve(edited)
+            continue
+        console.print("[red]answer y, n or e[/]")
+
+
+def _edited(call: PendingCall, console: Console, read: Ask) -> dict[str, Any] | None:
+    text = read("[bold yellow]arguments (JSON)>[/] ").strip()
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        console.print(f"[red]not JSON: {escape(str(e))}[/]")
+        return None
+    if not isinstance(value, dict):
+        console.print("[red]the arguments must be a JSON object[/]")
+        return None
+    return value

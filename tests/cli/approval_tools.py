@@ -1,0 +1,36 @@
+"""A tool that needs approval and a model that calls it, for the CLI approval tests."""
+
+from __future__ import annotations
+
+from toolweave import AiMessage, ScriptedChatModel, ToolExecutionRequest, tool
+from toolweave.chat.request import ChatRequest
+
+
+@tool(requires_approval=True)
+def pay(to: str, amount: int) -> str:
+    """Pay someone."""
+    return f"paid {amount} to {to}"
+
+
+def paying_model() -> ScriptedChatModel:
+    """Asks for three payments in one turn, then reports the tool results it got."""
+
+    def script(request: ChatRequest) -> AiMessage:
+        if not any(m.type == "ai" for m in request.messages):
+            return AiMessage(
+                tool_execution_requests=[
+                    ToolExecutionRequest(
+                        id="p1", name="pay", arguments='{"to": "Ann", "amount": 10}'
+                    ),
+                    ToolExecutionRequest(
+                        id="p2", name="pay", arguments='{"to": "Bob", "amount": 99}'
+                    ),
+                    ToolExecutionRequest(
+                        id="p3", name="pay", arguments='{"to": "Eve", "amount": 5}'
+                    ),
+                ]
+            )
+        results = [m.text for m in request.messages if m.type == "tool_result"]  # type: ignore[union-attr]
+        return AiMessage("RESULTS: " + " | ".join(results))
+
+    return ScriptedChatModel(script)
