@@ -261,3 +261,30 @@ def test_a_failed_model_call_records_error_type(
     for s in (chat, agent):
         assert s.attributes[error_attributes.ERROR_TYPE] == type(info.value).__qualname__
         assert s.status.status_code is StatusCode.ERROR
+
+
+def test_a_pause_for_approval_is_an_event_of_the_agent_span(
+    spans: InMemorySpanExporter,
+) -> None:
+    from toolweave import AiMessage, Approve, ChatStatus, ScriptedChatModel
+    from toolweave.execution import ToolExecutionRequest
+
+    @tool(requires_approval=True)
+    def refund(order: str) -> str:
+        """Refund an order."""
+        return f"refunded {order}"
+
+    call = ToolExecutionRequest(id="r1", name="refund", arguments='{"order": "A7"}')
+    model = ScriptedChatModel([AiMessage(tool_execution_requests=[call]), AiMessage("done")])
+    service = ToolService().tools(refund)
+    paused = service.chat(model, None, "refund A7")
+    assert paused.status is ChatStatus.PENDING and paused.state is not None
+    (agent,) = [s for s in spans.get_finished_spans() if s.name == "invoke_agent"]
+    (event,) = [e for e in agent.events if e.name == "toolweave.round_paused"]
+    assert event.attributes is not None
+    assert list(event.attributes["toolweave.pending.call_ids"]) == ["r1"]
+    assert list(event.attributes["toolweave.pending.tools"]) == ["refund"]
+    assert list(event.attributes["toolweave.pending.reasons"]) == ["approval"]
+    service.chat(model, None, paused.state, decisions={"r1": Approve()})
+    tools = [s for s in spans.get_finished_spans() if s.name.startswith("execute_tool")]
+    assert [s.attributes["gen_ai.tool.name"] for s in tools if s.attributes] == ["refund"]

@@ -1096,6 +1096,15 @@ class ToolService:
         state = ConversationState(
             messages=tuple(run.messages), pending=tuple(waiting), rounds=rounds
         )
+        if run.span is not None:
+            run.span.add_event(
+                "toolweave.round_paused",
+                {
+                    "toolweave.pending.call_ids": [c.id for c in state.pending],
+                    "toolweave.pending.tools": [c.tool_name for c in state.pending],
+                    "toolweave.pending.reasons": [c.reason for c in state.pending],
+                },
+            )
         await self._fire(E.ROUND_PAUSED, pending=state.pending, memory_id=run.memory_id)
         if streaming:
             yield ApprovalRequired(state.pending, state)
