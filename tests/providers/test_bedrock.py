@@ -638,3 +638,71 @@ def test_bedrock_api_key_is_a_bearer_token(server: ProviderServer) -> None:
     assert server.requests[0].headers["authorization"] == "Bearer ABSK-test-key"
     assert "x-amz-date" not in server.requests[0].headers
     model.close()
+
+
+def test_a_frame_over_max_response_bytes_is_refused_at_its_prelude(server: ProviderServer) -> None:
+    """An event-stream frame is held to max_response_bytes like an SSE event: refused from
+    its 12-byte prelude, before its body is buffered."""
+    model = BedrockChatModel(
+        MODEL,
+        region=REGION,
+        aws_access_key_id=AKID,
+        aws_secret_access_key=SECRET_KEY,
+        base_url=server.url,
+        max_response_bytes=64 * 1024,
+        max_retries=0,
+    )
+    big = event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "x" * 100_000}})
+    head = text_stream("Hi")[:1]
+    server.enqueue({"frames": [*head, big[:12]]})  # the prelude alone is enough
+    with pytest.raises(ProviderError) as info:
+        list(model.stream(ChatRequest([UserMessage("hi")])))
+    assert info.value.code == 183004 and "max_response_bytes" in str(info.value)
+    model.close()
+
+
+def test_a_large_frame_in_small_reads_decodes_in_linear_time() -> None:
+    """A 16 MiB frame arriving in 1 KiB reads is buffered once, not copied per read
+    (botocore's own buffer re-copies all it holds on every append: 66 s here, now under a
+    second). A hang guard, generous."""
+    import time
+
+    from toolweave.providers._eventstream import AwsEventStreamDecoder
+
+    big = event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "y" * 2**24}})
+    start = time.monotonic()
+    decoder = AwsEventStreamDecoder(ValueError)
+    events = [e for i in range(0, len(big), 1024) for e in decoder.feed(big[i : i + 1024])]
+    assert len(events) == 1 and len(events[0].data) > 2**24 and decoder.flush() == []
+    assert time.monotonic() - start < 30
+
+
+def test_an_exception_frame_nested_too_deeply_keeps_its_type() -> None:
+    from toolweave.providers._base import feed_batch
+    from toolweave.providers._http import HttpTransport
+    from toolweave.providers._sse import SSEEvent
+    from toolweave.providers.bedrock import BedrockStreamParser
+
+    transport = HttpTransport(provider="aws.bedrock", headers={}, secrets=())
+    deep = SSEEvent(data="[" * 100_000 + "]" * 100_000, event="exception:throttlingException")
+    with pytest.raises(RateLimitError, match="throttlingException"):
+        feed_batch(BedrockStreamParser(transport), [deep], transport.protocol_error)
+
+
+def test_credentials_from_the_chain_are_masked_too(
+    server: ProviderServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session_token = "IQoJb3JpZ2luX2VjEXAMPLE-session-token-from-the-environment"
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", AKID)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+    monkeypatch.setenv("AWS_SESSION_TOKEN", session_token)
+    monkeypatch.delenv("AWS_BEARER_TOKEN_BEDROCK", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    model = BedrockChatModel(MODEL, region=REGION, base_url=server.url, max_retries=0)
+    echo = {"status": 403, "json": {"message": f"bad {SECRET_KEY} / {session_token}"}}
+    server.enqueue(echo)
+    with pytest.raises(ProviderError) as info:
+        model.chat(ChatRequest([UserMessage("hi")]))
+    for secret in (SECRET_KEY, session_token):
+        assert secret not in str(info.value) and secret not in str(info.value.body)
+    model.close()

@@ -734,3 +734,44 @@ def test_calls_only_in_the_completed_response_are_announced(
     last = events[-1]
     assert isinstance(last, ResponseCompleted)
     assert calls_of(last.response) == [["call_w1", "get_weather", '{"city":"杭州"}']]
+
+
+def test_a_call_without_a_call_id_is_announced_once(
+    server: ProviderServer, model: OpenAIResponsesChatModel
+) -> None:
+    """A function_call item without call_id (nor id) gets a generated id each time it is
+    read: the copy in response.completed is the same call (same output index), not a second
+    one to run."""
+    item = {"type": "function_call", "name": "get_weather", "arguments": ""}
+    done = {**item, "arguments": '{"city":"Oslo"}'}
+    final = {"id": "r1", "status": "completed", "output": [done]}
+    events = [
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        {"type": "response.function_call_arguments.done", "output_index": 0, "arguments": "{}"},
+        {"type": "response.output_item.done", "output_index": 0, "item": done},
+        {"type": "response.completed", "response": final},
+    ]
+    server.enqueue({"sse": [f"data: {json.dumps(e)}\n\n" for e in events]})
+    out = list(model.stream(ChatRequest([UserMessage(Q)], PARAMS)))
+    completes = [e for e in out if isinstance(e, CompleteToolCall)]
+    assert len(completes) == 1
+    last = out[-1]
+    assert isinstance(last, ResponseCompleted)
+    assert last.response.ai_message.tool_execution_requests == [completes[0].request]
+
+
+def test_an_entra_token_echoed_by_the_server_is_masked(server: ProviderServer) -> None:
+    token = "eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzI1NiJ9.entra-token-payload"
+    model = AzureOpenAIResponsesChatModel(
+        "gpt-5-prod", endpoint=server.url, token_provider=lambda: token, max_retries=0
+    )
+    echo = {"status": 400, "json": {"error": {"message": f"token {token} is not for this"}}}
+    server.enqueue(echo, echo)
+    with pytest.raises(ProviderError) as info:
+        model.chat(ChatRequest([UserMessage("hello")]))
+    assert token not in str(info.value) and token not in str(info.value.body)
+    with pytest.raises(ProviderError) as info:
+        asyncio.run(model.achat(ChatRequest([UserMessage("hello")])))
+    assert token not in str(info.value) and token not in str(info.value.body)
+    assert token not in repr(model)
+    model.close()

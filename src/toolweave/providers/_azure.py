@@ -178,7 +178,14 @@ class AzureDeployment:
         return self.azure.url(self.azure_operation)
 
     def _request_headers(self) -> Mapping[str, str] | None:
-        return self.azure.token_headers()
+        return self._masked(self.azure.token_headers())
 
     async def _arequest_headers(self) -> Mapping[str, str] | None:
-        return await self.azure.atoken_headers()
+        return self._masked(await self.azure.atoken_headers())
+
+    def _masked(self, headers: dict[str, str] | None) -> dict[str, str] | None:
+        """`headers`, their Entra ID token now masked in errors and logs like a key (a server
+        may echo it without its `Bearer`)."""
+        if headers:
+            self._http.add_secret(headers["authorization"].removeprefix("Bearer "))
+        return headers

@@ -13,7 +13,7 @@ import base64
 import json
 import os
 import threading
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -117,8 +117,15 @@ class _Signer:
     """SigV4 for each request, with credentials resolved once (and refreshed by botocore
     when they are temporary)."""
 
-    def __init__(self, region: str, credentials: Any, profile: str | None) -> None:
+    def __init__(
+        self,
+        region: str,
+        credentials: Any,
+        profile: str | None,
+        add_secret: Callable[[str], None],
+    ) -> None:
         self.region = region
+        self._add_secret = add_secret  # credentials from the chain are masked like given ones
         self._given = credentials
         self._profile = profile
         self._credentials: Any = None
@@ -163,6 +170,9 @@ class _Signer:
 
         self.resolve()
         frozen = self._credentials.get_frozen_credentials()
+        for secret in (frozen.secret_key, frozen.token):
+            if secret:
+                self._add_secret(secret)
         aws = AWSRequest(
             method=request.method,
             url=str(request.url),
@@ -279,8 +289,8 @@ class BedrockStreamParser:
 
     def _exception(self, kind: str, payload: str) -> ProviderError:
         try:
-            message = json.loads(payload).get("message") or payload
-        except (ValueError, AttributeError):
+            message = decode_json(payload).get("message") or payload
+        except (ValueError, AttributeError):  # not JSON, too deep, not an object
             message = payload
         status = _RETRYABLE_EXCEPTIONS.get(kind, 400 if kind == "validationException" else None)
         text = f"{PROVIDER} stream error: {kind}: {self._transport.redact(str(message))[:500]}"
@@ -422,7 +432,7 @@ class BedrockChatModel(HttpChatModel):
                 for secret in (aws_secret_access_key, aws_session_token):
                     if secret:
                         self._http.add_secret(secret)
-            self._signer = _Signer(region, credentials, profile)
+            self._signer = _Signer(region, credentials, profile, self._http.add_secret)
             self._http.signer = self._signer.sign
 
     def _url(self, model: str, stream: bool) -> str:
@@ -672,7 +682,7 @@ class BedrockChatModel(HttpChatModel):
 
     # streaming: an AWS event stream, retried while nothing was streamed ---------------------
     def _decoder(self) -> AwsEventStreamDecoder:
-        return AwsEventStreamDecoder(self._http.protocol_error)
+        return AwsEventStreamDecoder(self._http.protocol_error, self._http.max_response_bytes)
 
     def _stream(
         self, url: str, body: dict[str, Any], parser: StreamParser

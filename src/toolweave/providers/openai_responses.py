@@ -251,10 +251,23 @@ class ResponsesStreamParser:
             if text and not self._text_streamed:  # only in the final object
                 out.append(TextDelta(text))
             announced = {r.id for r in self._requests if r is not None}
-            for call in self._final.ai_message.tool_execution_requests:
-                if call.id not in announced:  # only in the final object: announce it now
+            # a call is matched by its output index too: one without a call_id gets a new
+            # id each time it is read, and must not be announced (and run) twice
+            positions = [
+                position
+                for position, item in enumerate(data["response"]["output"])
+                if item.get("type") == "function_call"
+            ]
+            final_calls = self._final.ai_message.tool_execution_requests
+            for position, call in zip(positions, final_calls, strict=True):
+                if position not in self._calls and call.id not in announced:
+                    # only in the final object: announce it now
                     index = len(self._requests)
+                    self._calls[position] = index
                     self._requests.append(call)
+                    self._names.append(call.name)
+                    self._ids.append(call.id)
+                    self._parts.append([call.arguments])
                     out.append(PartialToolCall(index, call.id, call.name, call.arguments))
                     out.append(CompleteToolCall(index, call))
             out.append(ResponseCompleted(self._consistent(self._final)))
