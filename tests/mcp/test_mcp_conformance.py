@@ -93,11 +93,16 @@ CLIENT_SCENARIOS = [
     "auth/cross-app-access-complete-flow",
 ]
 
-_NO_OAUTH = "the adapter does not drive OAuth yet (McpClient takes the SDK's auth= provider)"
 CLIENT_SKIPS: dict[str, str] = {
-    name: _NO_OAUTH
-    for name in CLIENT_SCENARIOS
-    if name.startswith("auth/") and name != "auth/resource-mismatch"
+    "auth/2025-03-26-oauth-metadata-backcompat": (
+        "outside toolweave: the SDK's OAuth provider (mcp 2.3.0) validates the authorization "
+        "server metadata's issuer (RFC 8414), and this 2025-03-26-era server's issuer "
+        "(.../oauth) differs from the URL the metadata came from"
+    ),
+    "auth/cross-app-access-complete-flow": (
+        "the adapter does not drive SEP-990 cross-app access (IdP token exchange, then a "
+        "JWT-bearer grant) yet"
+    ),
 }
 """Client scenarios that cannot pass yet: name -> reason (also listed in docs/mcp.md)."""
 

@@ -274,6 +274,8 @@ class _Connection:
             "token in McpServerConfig.auth_headers"
         )
         text = f"{self.config.describe()}: the server answered {what}; {hint}"
+        if self.auth is not None:
+            text += f" ({message})"
         if challenge:
             text += f" (WWW-Authenticate: {challenge[:300]})"
         return McpAuthError(
