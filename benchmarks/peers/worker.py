@@ -59,6 +59,10 @@ def main(argv: list[str] | None = None) -> int:
     _log(f"[{adapter.NAME}] measuring {len(cases)} cases (setup {setup:.1f} s)")
     try:
         results = measure(cases, quick=args.quick, log=_log)
+        late = getattr(adapter, "late_cases", None)
+        if late is not None:
+            _log(f"[{adapter.NAME}] measuring the late cases")
+            results += measure(late(env), quick=args.quick, log=_log)
     finally:
         close = getattr(adapter, "close", None)
         if close is not None:

@@ -173,8 +173,13 @@ def cases(env: Env) -> list[Case]:
         ),
     ]
     out.extend(_scale_cases(env))
-    out.extend(_mcp.cases(loop, _HOLDERS))
     return out
+
+
+def late_cases(env: Env) -> list[Case]:
+    """W9, measured after the others: an open stdio session to an MCP server slows every
+    thread hand-off of the process (W0t, W3s) by an order of magnitude."""
+    return _mcp.cases(env.loop, _HOLDERS)
 
 
 _HOLDERS: list[Any] = []

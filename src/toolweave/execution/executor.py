@@ -66,8 +66,14 @@ def error_text(error: BaseException) -> str:
     return message if message.strip() else type(error).__name__
 
 
+_PLAIN = frozenset({dict, str, int, float, bool, type(None)})
+"""Return types that are never content parts (the common case, decided in one lookup)."""
+
+
 def to_result(value: Any, tool_name: str) -> ToolExecutionResult:
     """Wrap a tool's return value: content parts stay parts, anything else becomes text."""
+    if type(value) in _PLAIN:
+        return ToolExecutionResult(text=result_to_text(value, tool_name=tool_name), result=value)
     if isinstance(value, ToolExecutionResult):
         return value
     if isinstance(value, StructuredText):

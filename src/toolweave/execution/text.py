@@ -46,7 +46,7 @@ def result_to_text(result: Any, *, tool_name: str | None = None) -> str:
         return "Success"
     try:
         try:
-            return json.dumps(result, default=_default, ensure_ascii=False, separators=(",", ":"))
+            return _ENCODER.encode(result)
         except TypeError:  # dict keys json cannot take (tuples, objects): name them by str()
             try:
                 return json.dumps(
@@ -217,3 +217,7 @@ def _path_of(value: Any, leaf: Any, path: str, seen: set[int]) -> str | None:
         if found is not None:
             return found
     return None
+
+
+_ENCODER = json.JSONEncoder(default=_default, ensure_ascii=False, separators=(",", ":"))
+"""Built once: `json.dumps` with options builds an encoder on every call."""
