@@ -426,14 +426,15 @@ class ToolService:
         search = self.tool_search.card.name if self.tool_search is not None else None
         for obj in objects:
             if isinstance(obj, (list, tuple)) and plain:
-                for item in obj:  # the common bulk case, kept tight
-                    if isinstance(item, Tool):
-                        name = item.card.name
-                        if name in entries or name == search:
-                            self._check_new(name)
-                        entries[name] = item
-                    else:
-                        self.tools(item)
+                if not _add_bulk(entries, obj, search):
+                    for item in obj:  # mixed items, or a duplicate to report
+                        if isinstance(item, Tool):
+                            name = item.card.name
+                            if name in entries or name == search:
+                                self._check_new(name)
+                            entries[name] = item
+                        else:
+                            self.tools(item)
                 self._cards = None
             elif isinstance(obj, Tool):
                 self._add_tool(obj, *options)
@@ -1399,6 +1400,23 @@ def _entry(
         parallel_safe = card.parallel_safe
     limit = Limit(max_concurrency) if max_concurrency is not None else None
     return _Entry(card, executor, limit, parallel_safe)
+
+
+def _add_bulk(
+    entries: dict[str, Any], tools: list[Any] | tuple[Any, ...], search: str | None
+) -> bool:
+    """Register a list of `Tool`s in one pass (W8: 10,000 tools); False, with nothing
+    registered, when an item is not a `Tool` or a name is taken (the caller goes one by one)."""
+    try:
+        new = {t._card.name: t for t in tools if isinstance(t, Tool)}
+    except AttributeError:  # pragma: no cover - a Tool subclass without a card
+        return False
+    if len(new) != len(tools) or (search is not None and search in new):
+        return False
+    if entries and not new.keys().isdisjoint(entries):
+        return False
+    entries.update(new)
+    return True
 
 
 def _shared_instance(entry: _Entry) -> Any:
