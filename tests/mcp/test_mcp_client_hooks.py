@@ -15,9 +15,9 @@ import pytest
 from mcp.client.client import Client
 from mcp_support import ECHO, TEST_TIMEOUT, stdio_config
 
-from toolweave import AiMessage
+from toolweave import AiMessage, tool
 from toolweave.chat.scripted import ScriptedChatModel
-from toolweave.context import ElicitationResult
+from toolweave.context import ElicitationResult, ToolContext
 from toolweave.mcp import McpClient, McpServerConfig, SyncMcpClient, build_mcp_server
 from toolweave.mcp.hooks import ElicitationRequest
 
@@ -221,3 +221,37 @@ async def test_refused_without_auth_is_a_typed_error(status: int) -> None:
     assert error.status == status and error.code == ErrorCode.MCP_AUTH_ERROR
     assert str(status) in error.message and "auth=" in error.message
     assert "resource_metadata" in error.details["www_authenticate"]
+
+
+# --- progress in ToolService streams ------------------------------------------------------------
+
+
+@tool
+def local_steps(ctx: ToolContext) -> str:
+    """A local sync tool reporting progress."""
+    ctx.report_progress(1, 2, "half")
+    ctx.report_progress(2, 2)
+    return "local done"
+
+
+async def test_tool_progress_events_in_a_service_stream() -> None:
+    from toolweave import ToolExecutionRequest
+    from toolweave.service import ToolExecutionFinished, ToolProgress, ToolService
+
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(served()) as client:
+        remote = [t for t in await client.list_tools() if t.name == "test_tool_with_progress"]
+        calls = (
+            ToolExecutionRequest(id="l", name="local_steps", arguments="{}"),
+            ToolExecutionRequest(id="r", name="test_tool_with_progress", arguments="{}"),
+        )
+        model = ScriptedChatModel([AiMessage(tool_execution_requests=calls), AiMessage("ok")])
+        service = ToolService().tools([local_steps, *remote])
+        events = [e async for e in service.achat_stream(model, messages="go")]
+    progress = [e for e in events if isinstance(e, ToolProgress)]
+    local = [(e.progress, e.total, e.message) for e in progress if e.request.id == "l"]
+    assert local == [(1, 2, "half"), (2, 2, None)]
+    # The MCP server's progress on the remote call arrives as events of that call.
+    assert [e.progress for e in progress if e.request.id == "r"] == [0, 50, 100]
+    finished = [i for i, e in enumerate(events) if isinstance(e, ToolExecutionFinished)]
+    last_progress = max(i for i, e in enumerate(events) if isinstance(e, ToolProgress))
+    assert last_progress < max(finished)

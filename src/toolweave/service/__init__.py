@@ -30,6 +30,7 @@ from .result import (
     ToolChatResult,
     ToolExecutionFinished,
     ToolExecutionStarted,
+    ToolProgress,
 )
 from .search import KeywordToolSearch, ToolSearchStrategy
 from .service import ServiceEvent, ToolService
@@ -59,6 +60,7 @@ __all__ = [
     "ToolErrorHandlerResult",
     "ToolExecutionFinished",
     "ToolExecutionStarted",
+    "ToolProgress",
     "ToolSearchStrategy",
     "ToolService",
     "default_arguments_error_handler",

@@ -17,6 +17,7 @@ __all__ = [
     "ToolChatResult",
     "ToolExecutionFinished",
     "ToolExecutionStarted",
+    "ToolProgress",
 ]
 
 
@@ -55,6 +56,17 @@ class ToolExecutionStarted:
     """A tool call started (streaming)."""
 
     request: ToolExecutionRequest
+
+
+@dataclass(frozen=True, slots=True)
+class ToolProgress:
+    """A running tool reported progress (streaming): through its `ToolContext`, or an MCP
+    server's progress on an `McpTool` call. `total` and `message` are optional."""
+
+    request: ToolExecutionRequest
+    progress: float
+    total: float | None = None
+    message: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,7 +58,7 @@ from ..chat.telemetry import (
     start_agent_span,
     start_model_span,
 )
-from ..context import ToolContext
+from ..context import ElicitationResult, ToolContext, use_tool_channel
 from ..errors import (
     HallucinatedToolError,
     StructuredOutputError,
@@ -66,6 +66,7 @@ from ..errors import (
     ToolCardError,
     ToolExecutionError,
     ToolLoopLimitError,
+    ToolNotSupportedError,
     ToolweaveError,
 )
 from ..execution.executor import DefaultToolExecutor, _CallableExecutor, as_executor, error_text
@@ -106,6 +107,7 @@ from .result import (
     ToolChatResult,
     ToolExecutionFinished,
     ToolExecutionStarted,
+    ToolProgress,
 )
 from .search import FOUND_TOOLS_ATTRIBUTE, ToolSearchStrategy
 
@@ -116,6 +118,7 @@ logger = logging.getLogger("toolweave.service")
 ServiceEvent = (
     StreamEvent
     | ToolExecutionStarted
+    | ToolProgress
     | ToolExecutionFinished
     | PartialOutput
     | ApprovalRequired
@@ -124,6 +127,28 @@ ServiceEvent = (
 
 
 _UNKNOWN: Any = object()
+
+
+class _StreamChannel:
+    """The `ToolChannel` of a streamed call: progress becomes `ToolProgress` events; logs go
+    to the service logger; there is no one to sample or elicit from."""
+
+    def __init__(self, call: ToolExecutionRequest, queue: asyncio.Queue[ServiceEvent]) -> None:
+        self.call = call
+        self.queue = queue
+        self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        self.queue.put_nowait(ToolProgress(self.call, progress, total, message))
+
+    async def log(self, level: str, data: Any, logger_name: str | None) -> None:
+        logger.info("tool %s (%s): %s", self.call.name, level, data)
+
+    async def sample(self, messages: Any, **params: Any) -> str:
+        raise ToolNotSupportedError("sampling is not available inside ToolService")
+
+    async def elicit(self, message: str, schema: dict[str, Any]) -> ElicitationResult:
+        raise ToolNotSupportedError("elicitation is not available inside ToolService")
 
 
 @dataclass(slots=True)
@@ -1238,7 +1263,10 @@ class ToolService:
         async with self._guards(call, run):
             start = datetime.now(UTC)
             try:
-                with current(run.span):  # its execute_tool span goes under invoke_agent
+                with (
+                    current(run.span),  # its execute_tool span goes under invoke_agent
+                    use_tool_channel(_StreamChannel(call, queue) if queue is not None else None),
+                ):
                     result = await self._dispatch(call, run, inline=inline)
             except _Abort as a:
                 abort = a.error
