@@ -4,7 +4,9 @@ Run one target for a while:  python tests/fuzz/fuzz_targets.py arguments -max_to
 Targets: arguments (parse + repair + both validators), dialects (every transform on an
 arbitrary JSON schema), sse (the providers' SSE decoder and OpenAI stream aggregation),
 sse_limits (streams up to twice the event size limit through the limited decoder and the
-three providers' parsers, with a time budget per input).
+three providers' parsers, with a time budget per input),
+repair (arguments amplified up to the 4 MiB limit, with a time budget per input), openapi
+(OpenAPI import of arbitrary text, dicts and generated $ref bombs, with a time budget).
 Anything but the documented typed errors is a crash.
 """
 
@@ -17,6 +19,7 @@ from typing import Any
 import atheris
 
 with atheris.instrument_imports(include=["toolweave"]):
+    import hardening
     from sse_invariant import MAX_INPUT, check_stream
 
     from toolweave import (
@@ -148,11 +151,25 @@ def fuzz_sse_limits(data: bytes) -> None:
     check_stream(chunks)
 
 
+def fuzz_repair(data: bytes) -> None:
+    """Raw argument bytes, amplified up to the 4 MiB limit: typed error, bounded message,
+    per-input time budget (tests/fuzz/hardening.py)."""
+    hardening.check_arguments(data)
+
+
+def fuzz_openapi(data: bytes) -> None:
+    """Bytes as an OpenAPI document (text, dict or generated $ref bomb): tools or
+    ToolCardError, per-input time budget (tests/fuzz/hardening.py)."""
+    hardening.check_openapi(data)
+
+
 TARGETS = {
     "arguments": fuzz_arguments,
     "dialects": fuzz_dialects,
     "sse": fuzz_sse,
     "sse_limits": fuzz_sse_limits,
+    "repair": fuzz_repair,
+    "openapi": fuzz_openapi,
 }
 
 

@@ -19,9 +19,13 @@ pytest.importorskip("atheris")
 
 HERE = Path(__file__).resolve().parent
 SECONDS = int(os.environ.get("FUZZ_SECONDS", "10"))
+# inputs longer than libFuzzer's default 4096 bytes (the targets amplify them further)
+MAX_LEN = {"repair": ["-max_len=70000"], "openapi": ["-max_len=70000"]}
 
 
-@pytest.mark.parametrize("target", ["arguments", "dialects", "sse", "sse_limits"])
+@pytest.mark.parametrize(
+    "target", ["arguments", "dialects", "sse", "sse_limits", "repair", "openapi"]
+)
 def test_fuzz_target_survives(target: str, tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
     seeds = HERE / "seeds" / target
@@ -37,6 +41,7 @@ def test_fuzz_target_survives(target: str, tmp_path: Path) -> None:
             str(corpus),
             f"-max_total_time={SECONDS}",
             "-rss_limit_mb=2048",
+            *MAX_LEN.get(target, []),
             f"-artifact_prefix={tmp_path}/",
         ],
         capture_output=True,

@@ -210,3 +210,25 @@ def test_documents_nested_too_deeply_are_a_card_error() -> None:
 def test_json_text_of_100k_brackets_is_a_card_error() -> None:
     with pytest.raises(ToolCardError, match="nested too deeply"):
         tools_from_openapi('{"a":' + "[" * 100_000 + "]" * 100_000 + "}")
+
+
+def test_yaml_alias_cycle_is_refused() -> None:
+    pytest.importorskip("yaml")
+    text = 'openapi: 3.0.3\na0: &a0 ["x"]\na1: &a1 [*a0, *a0, *a1]\npaths: {}\n'  # found by fuzzing
+    with pytest.raises(ToolCardError, match="contains itself"):
+        tools_from_openapi(text, base_url="https://api.example.com")
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"openapi": "3.0.3", "paths": True},
+        {"openapi": "3.0.3", "paths": {"/x": {"get": {"parameters": "p"}}}},
+        {"openapi": "3.0.3", "paths": {"/x": {"post": {"requestBody": {"content": []}}}}},
+    ],
+)
+def test_malformed_documents_are_a_card_error(doc: dict[str, Any]) -> None:
+    try:
+        tools_from_openapi(doc, base_url="https://api.example.com")
+    except ToolCardError:
+        pass

@@ -71,6 +71,13 @@ def _parse_text(text: str, source: str) -> Any:
         raise _invalid(f"{source} is not valid YAML: {e}") from e
 
 
+def _is_file(text: str) -> bool:
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):  # a name too long, a NUL byte: text, not a path
+        return False
+
+
 def load_openapi(spec_or_path: Mapping[str, Any] | str | Path) -> dict[str, Any]:
     """Load a document from a dict, a JSON/YAML file path, or JSON/YAML text."""
     if isinstance(spec_or_path, Mapping):
@@ -83,7 +90,7 @@ def load_openapi(spec_or_path: Mapping[str, Any] | str | Path) -> dict[str, Any]
         isinstance(spec_or_path, str)
         and "\n" not in spec_or_path
         and not spec_or_path.lstrip().startswith("{")
-        and Path(spec_or_path).is_file()
+        and _is_file(spec_or_path)
     ):
         path = Path(spec_or_path)
         try:
@@ -114,25 +121,39 @@ MAX_TOOL_SCHEMA_BYTES = 1_000_000
 """The parameters schema of one tool may be at most this long as JSON."""
 
 _MAX_NAME = 64
+_MAX_ALL_OF_MERGES = 10_000
 
 
 def _check_expanded_size(doc: Any) -> None:
     """Refuse a document that is small as written but huge once shared values are followed
-    (a YAML alias bomb): counted iteratively, stopping at the cap."""
-    count = 0
-    stack = [doc]
+    (a YAML alias bomb), or that contains itself (a YAML alias cycle). Each distinct object
+    is measured once (post-order, without recursion), so the check is linear in what was
+    parsed."""
+    sizes: dict[int, int] = {}
+    started: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(doc, False)]
     while stack:
-        node = stack.pop()
-        count += 1
-        if count > MAX_DOCUMENT_NODES:
-            raise _invalid(
-                f"the OpenAPI document expands to more than {MAX_DOCUMENT_NODES:,} values "
-                "(YAML aliases or shared objects repeated); refused"
-            )
-        if isinstance(node, Mapping):
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
+        node, finished = stack.pop()
+        children = list(node.values()) if isinstance(node, Mapping) else node
+        key = id(node)
+        if finished:
+            total = 1
+            for child in children:
+                total += sizes[id(child)] if isinstance(child, (Mapping, list)) else 1
+            sizes[key] = min(total, MAX_DOCUMENT_NODES + 1)
+            continue
+        if key in sizes:
+            continue
+        if key in started:
+            raise _invalid("the OpenAPI document contains itself (a YAML alias cycle); refused")
+        started.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if isinstance(c, (Mapping, list)))
+    if isinstance(doc, (Mapping, list)) and sizes[id(doc)] > MAX_DOCUMENT_NODES:
+        raise _invalid(
+            f"the OpenAPI document expands to more than {MAX_DOCUMENT_NODES:,} values "
+            "(YAML aliases or shared objects repeated); refused"
+        )
 
 
 def _cut(ref: str) -> dict[str, Any]:
@@ -192,6 +213,8 @@ class _SchemaBuilder:
         self._built: dict[str, Any] = {}
         self._names: dict[str, str] = {}
         self._stack: tuple[str, ...] = ()
+        self.merged: dict[int, dict[str, Any]] = {}  # by id of a built allOf part
+        self.merges = 0
 
     def build(self, node: Any) -> Any:
         if isinstance(node, list):
@@ -212,7 +235,7 @@ class _SchemaBuilder:
             if name in self.defs:
                 rest = {k: v for k, v in node.items() if k != "$ref"}
                 body = self.defs[name]
-                return {**body, **rest} if isinstance(body, Mapping) else body
+                return {**body, **rest} if rest and isinstance(body, Mapping) else body
         return node
 
     def _ref(self, ref: str) -> Any:
@@ -249,7 +272,17 @@ def _merge_all_of(schema: dict[str, Any], builder: _SchemaBuilder) -> dict[str, 
     required: list[str] = list(merged.get("required") or [])
     for part in parts:
         part = builder.inline(part)
-        part = _merge_all_of(dict(part), builder) if isinstance(part, Mapping) else {}
+        if not isinstance(part, Mapping):
+            continue
+        done = builder.merged.get(id(part))
+        if done is None:
+            builder.merges += 1
+            if builder.merges > _MAX_ALL_OF_MERGES:
+                raise _invalid(
+                    f"allOf parts nest too widely to merge (over {_MAX_ALL_OF_MERGES:,})"
+                )
+            done = builder.merged[id(part)] = _merge_all_of(dict(part), builder)
+        part = done
         props.update(part.get("properties") or {})
         required.extend(r for r in part.get("required") or [] if r not in required)
         for key, value in part.items():
@@ -392,6 +425,9 @@ def tools_from_openapi(
         raise _invalid(
             "the OpenAPI document is nested too deeply (or has a $ref chain too long) to import"
         ) from None
+    except (AttributeError, TypeError, KeyError, IndexError) as e:
+        # a value of the wrong type where the specification says object, list or string
+        raise _invalid(f"the OpenAPI document is malformed ({type(e).__name__}: {e})") from e
 
 
 def _tools(
