@@ -22,6 +22,7 @@ from opentelemetry.util._once import Once
 
 from servers.provider_server import ProviderServer
 from toolweave import (
+    ChatRequest,
     ChatRequestParameters,
     ProviderError,
     SystemMessage,
@@ -288,3 +289,35 @@ def test_a_pause_for_approval_is_an_event_of_the_agent_span(
     service.chat(model, None, paused.state, decisions={"r1": Approve()})
     tools = [s for s in spans.get_finished_spans() if s.name.startswith("execute_tool")]
     assert [s.attributes["gen_ai.tool.name"] for s in tools if s.attributes] == ["refund"]
+
+
+def test_a_model_called_directly_has_its_own_chat_span(
+    spans: InMemorySpanExporter, server: ProviderServer, model: OpenAIChatModel
+) -> None:
+    server.enqueue(
+        _completion("d1", {"role": "assistant", "content": "hi"}, "stop", (3, 1)),
+        {"sse": _sse("d2")},
+    )
+    request = ChatRequest(messages=[UserMessage("hello")])
+    assert model.chat(request).ai_message.text == "hi"
+
+    async def consume() -> list[Any]:
+        return [e async for e in model.astream(request)]
+
+    assert asyncio.run(consume())
+    chats = sorted(_by_name(spans)["chat gpt-4o-mini"], key=lambda s: s.start_time or 0)
+    assert [s.attributes[GA.GEN_AI_RESPONSE_ID] for s in chats] == ["d1", "d2"]
+    assert all(s.kind is SpanKind.CLIENT and s.parent is None for s in chats)
+    assert chats[1].attributes[GA.GEN_AI_REQUEST_STREAM] is True
+    assert len(spans.get_finished_spans()) == 2  # and nothing else (no double spans)
+
+
+def _sse(rid: str) -> list[str]:
+    chunk = {
+        "id": rid,
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "delta": {"content": "yo"}, "finish_reason": "stop"}],
+    }
+    return [f"data: {json.dumps(chunk)}\n\n", "data: [DONE]\n\n"]

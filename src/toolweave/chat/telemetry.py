@@ -8,8 +8,10 @@ is on, masked (`callbacks.otel.mask_secrets`, plus the model's own API key).
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -27,10 +29,16 @@ from .response import ChatResponse, TokenUsage
 __all__ = [
     "end_agent_span",
     "end_model_span",
+    "loop_owned",
     "model_parent",
     "start_agent_span",
+    "start_direct_span",
     "start_model_span",
+    "traced_astream",
+    "traced_stream",
 ]
+
+_LOOP_OWNED: ContextVar[bool] = ContextVar("toolweave_loop_owned_model_call", default=False)
 
 # toolweave's provider names -> the conventions' well-known `gen_ai.provider.name` values
 _PROVIDERS = {"gemini": "gcp.gemini", "azure": "azure.ai.openai"}
@@ -273,3 +281,63 @@ def end_agent_span(
     if error is not None:
         record_error(s, error)
     s.end()
+
+
+# a model called directly ---------------------------------------------------------------------------
+@contextlib.contextmanager
+def loop_owned() -> Iterator[None]:
+    """Model calls made in this block are traced by the loop (`ToolService` has its own
+    `chat` span for them), so the model does not open a second one."""
+    token = _LOOP_OWNED.set(True)
+    try:
+        yield
+    finally:
+        _LOOP_OWNED.reset(token)
+
+
+def start_direct_span(model: Any, request: ChatRequest, *, stream: bool) -> Any | None:
+    """The `chat {model}` span of a model called directly (None when tracing is off, or when
+    the loop traces this call itself)."""
+    if _LOOP_OWNED.get() or not tracing_enabled():
+        return None
+    return start_model_span(model, request, stream=stream)
+
+
+def traced_stream(events: Iterator[Any], s: Any, model: Any) -> Iterator[Any]:
+    """`events` (a model's sync stream) with span `s` ended when the stream ends."""
+    from .events import ResponseCompleted
+
+    response = None
+    try:
+        for event in events:
+            if isinstance(event, ResponseCompleted):
+                response = event.response
+            yield event
+    except BaseException as e:
+        end_model_span(s, model, error=None if isinstance(e, GeneratorExit) else e)
+        raise
+    finally:
+        close = getattr(events, "close", None)
+        if close is not None:
+            close()
+    end_model_span(s, model, response)
+
+
+async def traced_astream(events: AsyncIterator[Any], s: Any, model: Any) -> AsyncIterator[Any]:
+    """`events` (a model's async stream) with span `s` ended when the stream ends."""
+    from .events import ResponseCompleted
+
+    response = None
+    try:
+        async for event in events:
+            if isinstance(event, ResponseCompleted):
+                response = event.response
+            yield event
+    except BaseException as e:
+        end_model_span(s, model, error=None if isinstance(e, GeneratorExit) else e)
+        raise
+    finally:
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()
+    end_model_span(s, model, response)

@@ -13,10 +13,12 @@ from typing import Any, Literal, Protocol, Self
 
 import httpx2
 
+from ..callbacks.otel import current
 from ..chat.events import PartialToolCall, StreamEvent
 from ..chat.model import BaseChatModel
 from ..chat.request import ChatRequest, ChatRequestParameters
 from ..chat.response import ChatResponse
+from ..chat.telemetry import end_model_span, start_direct_span, traced_astream, traced_stream
 from ..errors import (
     MissingApiKeyError,
     SchemaError,
@@ -397,10 +399,25 @@ class HttpChatModel(BaseChatModel):
         return self._url(model, stream), body
 
     # the four faces -----------------------------------------------------------------------
+    # Called directly (not by ToolService, which traces its calls itself), each face is a
+    # `chat {model}` span when tracing is on (chat.telemetry).
     def chat(self, request: ChatRequest) -> ChatResponse:
         """Send `request` and return the full response (sync HTTP client)."""
         if self.tool_calling != "native":
             return self._constrained_layer()[1].chat(request)
+        s = start_direct_span(self, request, stream=False)
+        if s is None:
+            return self._chat(request)
+        try:
+            with current(s):
+                response = self._chat(request)
+        except BaseException as e:
+            end_model_span(s, self, error=e)
+            raise
+        end_model_span(s, self, response)
+        return response
+
+    def _chat(self, request: ChatRequest) -> ChatResponse:
         url, body = self._prepare(request, False)
         data = self._http.post_json(url, body, self._request_headers())
         with _shapes(self._http.protocol_error, "the response"):
@@ -410,6 +427,19 @@ class HttpChatModel(BaseChatModel):
         """Send `request` and return the full response (async HTTP client)."""
         if self.tool_calling != "native":
             return await self._constrained_layer()[1].achat(request)
+        s = start_direct_span(self, request, stream=False)
+        if s is None:
+            return await self._achat(request)
+        try:
+            with current(s):
+                response = await self._achat(request)
+        except BaseException as e:
+            end_model_span(s, self, error=e)
+            raise
+        end_model_span(s, self, response)
+        return response
+
+    async def _achat(self, request: ChatRequest) -> ChatResponse:
         url, body = self._prepare(request, False)
         data = await self._http.apost_json(url, body, await self._arequest_headers())
         with _shapes(self._http.protocol_error, "the response"):
@@ -419,8 +449,14 @@ class HttpChatModel(BaseChatModel):
         """Send `request` with streaming; yield events as they arrive (sync)."""
         if self.tool_calling != "native":
             return self._constrained_layer()[1].stream(request)
-        url, body = self._prepare(request, True)
-        return self._stream(url, body, self._parser_for(request))
+        s = start_direct_span(self, request, stream=True)
+        try:
+            url, body = self._prepare(request, True)
+        except BaseException as e:
+            end_model_span(s, self, error=e)
+            raise
+        events = self._stream(url, body, self._parser_for(request))
+        return events if s is None else traced_stream(events, s, self)
 
     def _stream(
         self, url: str, body: dict[str, Any], parser: StreamParser
@@ -433,8 +469,14 @@ class HttpChatModel(BaseChatModel):
         """Send `request` with streaming; yield events as they arrive (async)."""
         if self.tool_calling != "native":
             return self._constrained_layer()[1].astream(request)
-        url, body = self._prepare(request, True)
-        return self._astream(url, body, self._parser_for(request))
+        s = start_direct_span(self, request, stream=True)
+        try:
+            url, body = self._prepare(request, True)
+        except BaseException as e:
+            end_model_span(s, self, error=e)
+            raise
+        events = self._astream(url, body, self._parser_for(request))
+        return events if s is None else traced_astream(events, s, self)
 
     async def _astream(
         self, url: str, body: dict[str, Any], parser: StreamParser

@@ -54,6 +54,7 @@ from ..chat.response import ChatResponse, TokenUsage
 from ..chat.telemetry import (
     end_agent_span,
     end_model_span,
+    loop_owned,
     model_parent,
     start_agent_span,
     start_model_span,
@@ -893,7 +894,11 @@ class ToolService:
         assert turn.queue is not None
         partials = PartialJsonStream() if run.output is not None else None
         ids = _UniqueIds()
-        source = model.astream(request)
+        if run.span is not None:
+            with loop_owned():  # the loop's own span covers this call
+                source = model.astream(request)
+        else:
+            source = model.astream(request)
         reader = _interleaved(self._pump(source, run, turn, ids), turn.queue) if eager else None
         events: AsyncIterator[Any] = reader if reader is not None else source
         # an eager turn's reader must stop (and start no more tools) however this ends
@@ -1004,7 +1009,7 @@ class ToolService:
             return await self._call_model(model, request, run)
         s = start_model_span(model, request, stream=False, parent=model_parent(run.span))
         try:
-            with current(s):
+            with current(s), loop_owned():
                 response = await self._call_model(model, request, run)
         except BaseException as e:
             end_model_span(s, model, error=e)
