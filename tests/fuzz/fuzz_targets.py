@@ -4,7 +4,8 @@ Run one target for a while:  python tests/fuzz/fuzz_targets.py arguments -max_to
 Targets: arguments (parse + repair + both validators), dialects (every transform on an
 arbitrary JSON schema), sse (the providers' SSE decoder and OpenAI stream aggregation),
 sse_limits (streams up to twice the event size limit through the limited decoder and the
-three providers' parsers, with a time budget per input),
+SSE providers' parsers, with a time budget per input), eventstream (AWS event-stream frames,
+well-formed or corrupted, through the limited frame decoder and Bedrock's parser),
 repair (arguments amplified up to the 4 MiB limit, with a time budget per input), openapi
 (OpenAPI import of arbitrary text, dicts and generated $ref bombs, with a time budget).
 Anything but the documented typed errors is a crash.
@@ -20,7 +21,7 @@ import atheris
 
 with atheris.instrument_imports(include=["toolweave"]):
     import hardening
-    from sse_invariant import MAX_INPUT, check_stream
+    from sse_invariant import LIMIT, MAX_INPUT, check_event_stream, check_stream, frame
 
     from toolweave import (
         SchemaError,
@@ -163,6 +164,58 @@ def fuzz_openapi(data: bytes) -> None:
     hardening.check_openapi(data)
 
 
+_EVENT_TYPES = [
+    "messageStart",
+    "contentBlockStart",
+    "contentBlockDelta",
+    "contentBlockStop",
+    "messageStop",
+    "metadata",
+    "",
+]
+_PAYLOADS = [
+    b'{"contentBlockIndex":0,"start":{"toolUse":{"toolUseId":"t1","name":"f"}}}',
+    b'{"contentBlockIndex":0,"delta":{"toolUse":{"input":"{\\"a\\":1}"}}}',
+    b'{"contentBlockIndex":0,"delta":{"text":"x"}}',
+    b'{"contentBlockIndex":0,"delta":{"reasoningContent":{"text":"r","signature":"s"}}}',
+    b'{"contentBlockIndex":0}',
+    b'{"stopReason":"tool_use"}',
+    b'{"usage":{"inputTokens":1,"outputTokens":2,"totalTokens":3}}',
+    b'{"message":"slow down"}',
+    b'"\\ud800"',
+    b"[" * 5000 + b"]" * 5000,
+]
+
+
+def fuzz_eventstream(data: bytes) -> None:
+    """AWS event-stream frames with right CRCs (fuzzed event types, headers and payloads,
+    some frames declaring up to twice the size limit), now and then corrupted, cut into
+    fuzzed reads, through the limited frame decoder and Bedrock's parser: only the typed
+    errors escape, within the time budget (tests/fuzz/sse_invariant.py)."""
+    fdp = atheris.FuzzedDataProvider(data)
+    stream = bytearray()
+    while fdp.remaining_bytes() and len(stream) < MAX_INPUT:
+        choice = fdp.ConsumeIntInRange(0, 3)
+        if choice == 0:
+            headers = {":message-type": "event", ":event-type": fdp.PickValueInList(_EVENT_TYPES)}
+        elif choice == 1:
+            headers = {":message-type": "exception", ":exception-type": fdp.ConsumeUnicode(16)}
+        else:
+            headers = {fdp.ConsumeUnicode(8): fdp.ConsumeUnicode(16)}
+            headers[":event-type"] = fdp.PickValueInList(_EVENT_TYPES)
+        if fdp.ConsumeBool():
+            payload = fdp.PickValueInList(_PAYLOADS)
+        else:
+            payload = fdp.ConsumeBytes(fdp.ConsumeIntInRange(0, 256))
+        payload *= fdp.ConsumeIntInRange(1, 2 * LIMIT // max(len(payload), 1) + 1)
+        piece = bytearray(frame(headers, payload[: 2 * LIMIT]))
+        if fdp.ConsumeIntInRange(0, 15) == 0 and piece:  # corrupt one byte
+            piece[fdp.ConsumeIntInRange(0, len(piece) - 1)] ^= fdp.ConsumeIntInRange(1, 255)
+        stream += piece
+    step = fdp.ConsumeIntInRange(1, 16384)
+    check_event_stream(bytes(stream[i : i + step]) for i in range(0, len(stream), step))
+
+
 TARGETS = {
     "arguments": fuzz_arguments,
     "dialects": fuzz_dialects,
@@ -170,6 +223,7 @@ TARGETS = {
     "sse_limits": fuzz_sse_limits,
     "repair": fuzz_repair,
     "openapi": fuzz_openapi,
+    "eventstream": fuzz_eventstream,
 }
 
 

@@ -2,10 +2,13 @@
 the hypothesis properties; no atheris import here).
 
 A stream, cut into arbitrary network reads of up to twice the event size limit, goes
-through `SSEDecoder(max_event_size)` and the three providers' stream parsers:
+through `SSEDecoder(max_event_size)` and the SSE providers' stream parsers (OpenAI Chat
+Completions and Responses, Anthropic, Gemini); an AWS event stream (`check_event_stream`)
+through `AwsEventStreamDecoder(max_event_size)` and Bedrock's parser:
 
 - the decoder raises nothing but `SSEEventTooLarge`, and that only when the input is larger
-  than the limit (the transport turns it into `ProviderError` 183004);
+  than the limit (the event-stream decoder also its typed `ProviderError` for a corrupt
+  frame) (the transport turns it into `ProviderError` 183004);
 - the parsers raise nothing but `ToolweaveError` (their typed `ProviderError`);
 - each input finishes within a time budget (a hang guard: quadratic buffering of a long line
   blows it by orders of magnitude).
@@ -14,15 +17,19 @@ through `SSEDecoder(max_event_size)` and the three providers' stream parsers:
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+import zlib
+from collections.abc import Iterable, Mapping
 
 from toolweave.errors import ToolweaveError
 from toolweave.providers import OpenAIStreamAggregator
 from toolweave.providers._base import feed_batch, finish_stream
+from toolweave.providers._eventstream import AwsEventStreamDecoder
 from toolweave.providers._http import HttpTransport
 from toolweave.providers._sse import SSEDecoder, SSEEvent, SSEEventTooLarge
 from toolweave.providers.anthropic_chat import AnthropicStreamParser
+from toolweave.providers.bedrock import BedrockStreamParser
 from toolweave.providers.gemini_chat import GeminiStreamParser
+from toolweave.providers.openai_responses import ResponsesStreamParser
 
 LIMIT = 64 * 1024
 """The event size limit used by the fuzz targets (small, so inputs reach and pass it)."""
@@ -38,15 +45,42 @@ def _parsers() -> list[object]:
         OpenAIStreamAggregator(_TRANSPORT),
         AnthropicStreamParser(_TRANSPORT),
         GeminiStreamParser(_TRANSPORT),
+        ResponsesStreamParser(_TRANSPORT),
     ]
 
 
+def frame(headers: Mapping[str, str], payload: bytes) -> bytes:
+    """One AWS event-stream frame (string headers, both CRCs right)."""
+    head = b""
+    for key, value in headers.items():
+        # surrogatepass: a header may carry bytes that are not UTF-8
+        k = key.encode("utf-8", "surrogatepass")[:255]
+        v = value.encode("utf-8", "surrogatepass")[:65535]
+        head += len(k).to_bytes(1, "big") + k + b"\x07" + len(v).to_bytes(2, "big") + v
+    total = 12 + len(head) + len(payload) + 4
+    prelude = total.to_bytes(4, "big") + len(head).to_bytes(4, "big")
+    message = prelude + zlib.crc32(prelude).to_bytes(4, "big") + head + payload
+    return message + zlib.crc32(message).to_bytes(4, "big")
+
+
 def check_stream(chunks: Iterable[bytes], limit: int = LIMIT, budget: float = BUDGET) -> bool:
-    """Run one stream through the decoder and the parsers; assert the invariant. Whether
-    the decoder refused an event as too large."""
+    """Run one SSE stream through the decoder and the parsers; assert the invariant.
+    Whether the decoder refused an event as too large."""
+    return _check(chunks, SSEDecoder(limit), _parsers(), limit, budget)
+
+
+def check_event_stream(chunks: Iterable[bytes], limit: int = LIMIT, budget: float = BUDGET) -> bool:
+    """Run one AWS event stream through the frame decoder and Bedrock's parser; assert the
+    invariant. Whether the decoder refused a frame as too large."""
+    decoder = AwsEventStreamDecoder(_TRANSPORT.protocol_error, limit)
+    return _check(chunks, decoder, [BedrockStreamParser(_TRANSPORT)], limit, budget)
+
+
+def _check(
+    chunks: Iterable[bytes], decoder: object, parsers_: list[object], limit: int, budget: float
+) -> bool:
     start = time.monotonic()
-    decoder = SSEDecoder(limit)
-    parsers: list[object | None] = list(_parsers())
+    parsers: list[object | None] = list(parsers_)
     size = 0
     refused = False
 
@@ -62,15 +96,21 @@ def check_stream(chunks: Iterable[bytes], limit: int = LIMIT, budget: float = BU
     try:
         for chunk in chunks:
             size += len(chunk)
-            batch = decoder.feed(chunk)
+            batch = decoder.feed(chunk)  # type: ignore[attr-defined]
             if batch:
                 deliver(batch)
-        tail = decoder.flush()
+        tail = decoder.flush()  # type: ignore[attr-defined]
         if tail:
             deliver(tail)
+    except ToolweaveError:
+        # a corrupt frame: the event-stream decoder's typed error (the SSE one has none)
+        assert isinstance(decoder, AwsEventStreamDecoder), "the SSE decoder raised a typed error"
     except SSEEventTooLarge:
         refused = True
-        assert size > limit, f"SSEEventTooLarge for {size} bytes under the {limit} limit"
+        # the event-stream decoder refuses a frame from its prelude's declared length
+        assert size > limit or isinstance(decoder, AwsEventStreamDecoder), (
+            f"SSEEventTooLarge for {size} bytes under the {limit} limit"
+        )
     else:
         for parser in parsers:
             if parser is not None:

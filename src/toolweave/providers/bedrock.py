@@ -228,7 +228,9 @@ class BedrockStreamParser:
             if "toolUse" in start:
                 use = start["toolUse"]
                 block = int(data["contentBlockIndex"])
-                if self._answer is not None and use.get("name") == self._answer.name:
+                if block in self._blocks or block in self._answer_parts:
+                    pass  # a block started twice is one call
+                elif self._answer is not None and use.get("name") == self._answer.name:
                     self._answer_parts[block] = []
                 else:
                     self._blocks[block] = len(self._calls)

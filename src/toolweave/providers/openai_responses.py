@@ -221,8 +221,9 @@ class ResponsesStreamParser:
                 out.append(ReasoningDelta(str(delta)))
         elif kind == "response.output_item.added":
             item = data["item"]
-            if item.get("type") == "function_call":
-                self._start(int(data["output_index"]), item, out)
+            position = int(data["output_index"])
+            if item.get("type") == "function_call" and position not in self._calls:
+                self._start(position, item, out)  # (an item added twice is one call)
         elif kind == "response.function_call_arguments.delta":
             index = self._calls.get(int(data["output_index"]))
             if index is not None and self._requests[index] is None and data["delta"]:
