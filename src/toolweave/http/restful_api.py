@@ -65,9 +65,10 @@ _CALL_SECRETS: ContextVar[tuple[str, ...]] = ContextVar("toolweave_http_call_sec
 class _CallSecretsLogFilter(logging.Filter):
     """Masks the credentials of the HTTP call in progress (every form, see `_forms`) in
     `httpx2`'s own log line (``HTTP Request: GET <url> "HTTP/1.1 401 <reason>"``, logged at
-    INFO with the URL as sent and the reason phrase as received). The line is logged in the
-    task or thread that sends, so the call's secrets are found in a context variable; the
-    filter is attached to the `httpx2` logger on first use."""
+    INFO with the URL as sent and the reason phrase as received) and in `httpcore2`'s DEBUG
+    lines (request and response heads). The lines are logged in the task or thread that
+    sends, so the call's secrets are found in a context variable; the filter is attached to
+    those loggers on first use."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -82,7 +83,8 @@ class _CallSecretsLogFilter(logging.Filter):
         if not self._attached:
             with self._lock:
                 if not self._attached:
-                    logging.getLogger("httpx2").addFilter(self)
+                    for name in ("httpx2", "httpcore2.http11", "httpcore2.http2"):
+                        logging.getLogger(name).addFilter(self)
                     self._attached = True
         token = _CALL_SECRETS.set(tuple(values))
         try:
