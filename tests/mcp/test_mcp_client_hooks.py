@@ -255,3 +255,34 @@ async def test_tool_progress_events_in_a_service_stream() -> None:
     finished = [i for i, e in enumerate(events) if isinstance(e, ToolExecutionFinished)]
     last_progress = max(i for i, e in enumerate(events) if isinstance(e, ToolProgress))
     assert last_progress < max(finished)
+
+
+# --- resources and prompts of the server --------------------------------------------------------
+
+
+async def test_resources_and_prompts_are_readable() -> None:
+    from toolweave import McpError
+
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(served()) as client:
+        resources = {r.uri: r for r in await client.list_resources()}
+        assert "test://static-text" in resources
+        templates = await client.list_resource_templates()
+        assert [t.uri_template for t in templates] == ["test://template/{id}/data"]
+        text = (await client.read_resource("test://static-text"))[0]
+        assert getattr(text, "text", "") == "This is the content of the static text resource."
+        filled = (await client.read_resource("test://template/7/data"))[0]
+        assert json.loads(filled.text)["id"] == "7"  # type: ignore[union-attr]
+        with pytest.raises(McpError, match="not found"):
+            await client.read_resource("test://nothing")
+        prompts = {p.name for p in await client.list_prompts()}
+        assert "test_prompt_with_arguments" in prompts
+        got = await client.get_prompt("test_prompt_with_arguments", {"arg1": "a", "arg2": "b"})
+        assert got.messages[0].content.text == "Prompt with arguments: arg1='a', arg2='b'"  # type: ignore[union-attr]
+
+
+def test_resources_and_prompts_sync() -> None:
+    with SyncMcpClient(served()) as client:
+        blob = client.read_resource("test://static-binary")[0]
+        assert isinstance(blob, mcp_types.BlobResourceContents) and blob.mime_type == "image/png"
+        got = client.get_prompt("test_simple_prompt")
+        assert got.messages[0].content.text == "This is a simple prompt for testing."  # type: ignore[union-attr]

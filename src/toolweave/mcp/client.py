@@ -23,7 +23,7 @@ import contextlib
 import logging
 import math
 import sys
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from typing import Any, TextIO, TypeVar
 
 import anyio
@@ -552,9 +552,9 @@ class _Core:
                 ) from e
         raise AssertionError("unreachable")
 
-    def _paging_error(self, what: str) -> McpError:
+    def _paging_error(self, what: str, listing: str = "tools/list") -> McpError:
         return McpError(
-            f"{self.config.describe()}: tools/list {what}; the server's paging loops",
+            f"{self.config.describe()}: {listing} {what}; the server's paging loops",
             code=ErrorCode.MCP_EXECUTION_ERROR,
             details={"server_name": self.config.server_name},
         )
@@ -640,6 +640,47 @@ class _Core:
 
     async def connect(self) -> None:
         await self.run(self._do_connection())
+
+    async def _do_sdk(self, what: str, call: Callable[[Client], Awaitable[T]]) -> T:
+        """One SDK request (or a paging loop of them) within `call_timeout`."""
+        conn = await self._do_connection()
+        assert conn.client is not None
+        timeout = self.config.call_timeout
+        try:
+            async with asyncio.timeout(timeout):
+                return await call(conn.client)
+        except TimeoutError:
+            raise McpTimeoutError(
+                f"{self.config.describe()}: {what} did not finish within {timeout or 0:g} s"
+            ) from None
+        except MCPError as e:
+            raise self._translate(e, conn, what, timeout) from e
+
+    async def request(self, what: str, call: Callable[[Client], Awaitable[T]]) -> T:
+        t = self.config.call_timeout
+        return await self._guarded(
+            self._do_sdk(what, call), None if t is None else t + self.config.connect_timeout
+        )
+
+    async def all_pages(self, what: str, method: str, field: str) -> list[Any]:
+        """Every item of a paginated listing (``list_resources`` ...), paging loops reported."""
+
+        async def walk(client: Client) -> list[Any]:
+            items: list[Any] = []
+            cursor: str | None = None
+            seen: set[str] = set()
+            for _ in range(_MAX_PAGES):
+                page = await getattr(client, method)(cursor=cursor)
+                items.extend(getattr(page, field))
+                cursor = page.next_cursor
+                if not cursor:
+                    return items
+                if cursor in seen:
+                    raise self._paging_error(f"repeated the cursor {cursor[:80]!r}", what)
+                seen.add(cursor)
+            raise self._paging_error(f"still had more after {_MAX_PAGES} pages", what)
+
+        return await self.request(what, walk)
 
     async def list_tools(self) -> list[mcp_types.Tool]:
         return await self._guarded(
@@ -814,6 +855,41 @@ class McpClient:
         """Tell the server the roots changed (``notifications/roots/list_changed``)."""
         await self._core.run(self._core._do_roots_changed())
 
+    async def list_resources(self) -> list[mcp_types.Resource]:
+        """The server's resources (all pages)."""
+        return await self._core.run(
+            self._core.all_pages("resources/list", "list_resources", "resources")
+        )
+
+    async def list_resource_templates(self) -> list[mcp_types.ResourceTemplate]:
+        """The server's resource templates (all pages)."""
+        return await self._core.run(
+            self._core.all_pages(
+                "resources/templates/list", "list_resource_templates", "resource_templates"
+            )
+        )
+
+    async def read_resource(
+        self, uri: str
+    ) -> list[mcp_types.TextResourceContents | mcp_types.BlobResourceContents]:
+        """The contents of a resource (text, or a base64 blob)."""
+        result = await self._core.run(
+            self._core.request("resources/read", lambda c: c.read_resource(uri))
+        )
+        return list(result.contents)
+
+    async def list_prompts(self) -> list[mcp_types.Prompt]:
+        """The server's prompts (all pages)."""
+        return await self._core.run(self._core.all_pages("prompts/list", "list_prompts", "prompts"))
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None = None
+    ) -> mcp_types.GetPromptResult:
+        """A prompt filled with `arguments`: its messages."""
+        return await self._core.run(
+            self._core.request("prompts/get", lambda c: c.get_prompt(name, arguments))
+        )
+
     async def close(self) -> None:
         """Disconnect (stdio: close the server's stdin, then terminate it) and stop the loop
         thread. Idempotent."""
@@ -895,6 +971,41 @@ class SyncMcpClient:
     def roots_changed(self) -> None:
         """Tell the server the roots changed (``notifications/roots/list_changed``)."""
         self._core.run_sync(self._core._do_roots_changed())
+
+    def list_resources(self) -> list[mcp_types.Resource]:
+        """The server's resources (all pages)."""
+        return self._core.run_sync(
+            self._core.all_pages("resources/list", "list_resources", "resources")
+        )
+
+    def list_resource_templates(self) -> list[mcp_types.ResourceTemplate]:
+        """The server's resource templates (all pages)."""
+        return self._core.run_sync(
+            self._core.all_pages(
+                "resources/templates/list", "list_resource_templates", "resource_templates"
+            )
+        )
+
+    def read_resource(
+        self, uri: str
+    ) -> list[mcp_types.TextResourceContents | mcp_types.BlobResourceContents]:
+        """The contents of a resource (text, or a base64 blob)."""
+        result = self._core.run_sync(
+            self._core.request("resources/read", lambda c: c.read_resource(uri))
+        )
+        return list(result.contents)
+
+    def list_prompts(self) -> list[mcp_types.Prompt]:
+        """The server's prompts (all pages)."""
+        return self._core.run_sync(self._core.all_pages("prompts/list", "list_prompts", "prompts"))
+
+    def get_prompt(
+        self, name: str, arguments: dict[str, str] | None = None
+    ) -> mcp_types.GetPromptResult:
+        """A prompt filled with `arguments`: its messages."""
+        return self._core.run_sync(
+            self._core.request("prompts/get", lambda c: c.get_prompt(name, arguments))
+        )
 
     def close(self) -> None:
         """Disconnect and stop the loop thread. Idempotent."""
