@@ -148,3 +148,21 @@ def test_cut_off_long_arguments_say_so() -> None:
         parse_arguments(text)
     with pytest.raises(ToolArgumentsError, match="more text follows"):
         parse_arguments('{"a": "' + "x" * (REPAIR_MAX_BYTES * 4) + '"} extra')
+
+
+@pytest.mark.parametrize("face", ["parse", "tool", "bare"])
+def test_integer_over_the_digit_limit_is_a_typed_error(face: str) -> None:
+    # found by the atheris `repair` target: json.loads raises a bare ValueError for it
+    text = '{"amount": ' + "1" * 5000 + "}"
+
+    def pay(amount: int) -> int:
+        """Pay."""
+        return amount
+
+    with pytest.raises(ToolArgumentsError, match="too many digits"):
+        if face == "parse":
+            parse_arguments(text)
+        elif face == "tool":
+            tool(pay).prepare_inputs(text)
+        else:
+            parse_arguments("1" * 5000)

@@ -95,6 +95,12 @@ def _loads(text: str) -> Any:
         raise ToolArgumentsError(
             "The arguments are nested too deeply to parse. Send a flatter JSON object."
         ) from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # an integer over Python's digit limit (4,300 by default)
+        raise ToolArgumentsError(
+            "The arguments hold a number with too many digits to read. Send it as a string."
+        ) from None
 
 
 def _join_surrogates(value: Any) -> Any:
