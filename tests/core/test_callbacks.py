@@ -34,7 +34,8 @@ def make_tool(fw: CallbackFramework) -> Any:
 
 def test_event_registry() -> None:
     assert ToolCallEvents.TOOL_CALL_STARTED == "tool_call_started"
-    assert len(TOOL_EVENTS) == 11
+    assert len(TOOL_EVENTS) == 13
+    assert {"tool_progress", "tool_log"} <= TOOL_EVENTS
     assert sorted(LOOP_EVENTS) == [
         "model_request",
         "model_response",

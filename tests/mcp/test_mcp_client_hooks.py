@@ -286,3 +286,30 @@ def test_resources_and_prompts_sync() -> None:
         assert isinstance(blob, mcp_types.BlobResourceContents) and blob.mime_type == "image/png"
         got = client.get_prompt("test_simple_prompt")
         assert got.messages[0].content.text == "This is a simple prompt for testing."  # type: ignore[union-attr]
+
+
+@tool
+async def chatty(ctx: ToolContext) -> str:
+    """A tool that reports progress and logs."""
+    await ctx.areport_progress(1, 1, "all done")
+    await ctx.alog("warning", "careful", logger="chatty")
+    return "ok"
+
+
+async def test_progress_and_logs_fire_callbacks_in_a_plain_chat() -> None:
+    from toolweave import ToolExecutionRequest
+    from toolweave.callbacks.framework import CallbackFramework
+    from toolweave.service import ToolService
+
+    seen: list[tuple[str, object]] = []
+    fw = CallbackFramework()
+    fw.register(
+        "tool_progress",
+        lambda tool_name, progress, message: seen.append((tool_name, (progress, message))),
+    )
+    fw.register("tool_log", lambda tool_name, level, data: seen.append((tool_name, (level, data))))
+    call = ToolExecutionRequest(name="chatty", arguments="{}")
+    model = ScriptedChatModel([AiMessage(tool_execution_requests=(call,)), AiMessage("ok")])
+    async with asyncio.timeout(TEST_TIMEOUT):
+        await ToolService(callbacks=fw).tools([chatty]).achat(model, messages="go")
+    assert seen == [("chatty", (1, "all done")), ("chatty", ("warning", "careful"))]

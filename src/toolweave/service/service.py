@@ -130,20 +130,44 @@ ServiceEvent = (
 _UNKNOWN: Any = object()
 
 
-class _StreamChannel:
-    """The `ToolChannel` of a streamed call: progress becomes `ToolProgress` events; logs go
-    to the service logger; there is no one to sample or elicit from."""
+class _ServiceChannel:
+    """The `ToolChannel` of a call run by `ToolService`: progress fires `tool_progress` (and
+    becomes a `ToolProgress` event when streaming), logs fire `tool_log` and go to the service
+    logger; there is no one to sample or elicit from."""
 
-    def __init__(self, call: ToolExecutionRequest, queue: asyncio.Queue[ServiceEvent]) -> None:
+    def __init__(
+        self,
+        service: ToolService,
+        call: ToolExecutionRequest,
+        queue: asyncio.Queue[ServiceEvent] | None,
+    ) -> None:
+        self.service = service
         self.call = call
         self.queue = queue
         self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
 
     async def progress(self, progress: float, total: float | None, message: str | None) -> None:
-        self.queue.put_nowait(ToolProgress(self.call, progress, total, message))
+        if self.queue is not None:
+            self.queue.put_nowait(ToolProgress(self.call, progress, total, message))
+        await self.service._fire(
+            E.TOOL_PROGRESS,
+            tool_name=self.call.name,
+            request=self.call,
+            progress=progress,
+            total=total,
+            message=message,
+        )
 
     async def log(self, level: str, data: Any, logger_name: str | None) -> None:
         logger.info("tool %s (%s): %s", self.call.name, level, data)
+        await self.service._fire(
+            E.TOOL_LOG,
+            tool_name=self.call.name,
+            request=self.call,
+            level=level,
+            data=data,
+            logger=logger_name,
+        )
 
     async def sample(self, messages: Any, **params: Any) -> str:
         raise ToolNotSupportedError("sampling is not available inside ToolService")
@@ -1270,7 +1294,7 @@ class ToolService:
             try:
                 with (
                     current(run.span),  # its execute_tool span goes under invoke_agent
-                    use_tool_channel(_StreamChannel(call, queue) if queue is not None else None),
+                    use_tool_channel(_ServiceChannel(self, call, queue)),
                 ):
                     result = await self._dispatch(call, run, inline=inline)
             except _Abort as a:
