@@ -358,3 +358,195 @@ def test_resume_in_a_fresh_process(tmp_path: Path) -> None:
     )
     assert second.stdout.count("SENT Bob 7") == 1
     assert "ANSWER paid" in second.stdout
+
+
+# hostile and edge cases ---------------------------------------------------------------------
+@pytest.mark.parametrize("mode", MODES)
+def test_resuming_the_same_state_twice_runs_an_approved_call_once(mode: str) -> None:
+    """A double-submitted approval (the same saved state resumed twice in one process) does
+    not send the money twice; a resume that only denies may be repeated."""
+    service = ToolService().tools(send_money)
+    model = _model(ai_calls(call("send_money", '{"to": "Bob", "amount": 10}', id="a")))
+    first = run(mode, service, model)
+    assert first.state is not None
+    saved = first.state.to_json()
+    run(mode, service, model, ConversationState.from_json(saved), decisions={"a": Approve()})
+    with pytest.raises(InvalidConversationStateError, match="approved and run already"):
+        run(mode, service, model, ConversationState.from_json(saved), decisions={"a": Approve()})
+    assert SENT == [("Bob", 10)]
+    for _ in range(2):
+        again = run(
+            mode, service, _model(), ConversationState.from_json(saved), decisions={"a": Deny()}
+        )
+        assert again.status is ChatStatus.COMPLETED
+    assert SENT == [("Bob", 10)]
+
+
+def test_concurrent_resumes_of_one_state_run_the_call_once() -> None:
+    service = ToolService().tools(send_money)
+    model = _model(ai_calls(call("send_money", '{"to": "Bob", "amount": 10}', id="a")))
+    first = service.chat(model, None, "pay")
+    assert first.state is not None
+    state = first.state
+
+    async def both() -> list[Any]:
+        return await asyncio.gather(
+            *(service.achat(_model(), None, state, decisions={"a": Approve()}) for _ in range(2)),
+            return_exceptions=True,
+        )
+
+    outcomes = asyncio.run(both())
+    assert sorted(type(o).__name__ for o in outcomes) == [
+        "InvalidConversationStateError",
+        "ToolChatResult",
+    ]
+    assert SENT == [("Bob", 10)]
+
+
+@pytest.mark.parametrize(
+    ("decision", "message"),
+    [
+        (Approve(123), "dict or JSON text"),  # type: ignore[arg-type]
+        (Approve({"to": object()}), "not JSON data"),
+        (Deny(None), r"Deny\.message"),  # type: ignore[arg-type]
+        ("yes", "use Approve, Deny or DeferredResult"),
+    ],
+)
+def test_malformed_decisions_are_refused_before_anything_runs(decision: Any, message: str) -> None:
+    """A bad decision for one call must not leave the round half-resumed (the good decision
+    for the other call not run either)."""
+    service = ToolService().tools(send_money)
+    model = _model(
+        ai_calls(
+            call("send_money", '{"to": "Ann", "amount": 1}', id="ok"),
+            call("send_money", '{"to": "Bob", "amount": 2}', id="bad"),
+        )
+    )
+    first = service.chat(model, None, "pay")
+    assert first.state is not None
+    with pytest.raises(TypeError, match=message):
+        service.chat(model, None, first.state, decisions={"ok": Approve(), "bad": decision})
+    assert SENT == []
+    with pytest.raises(TypeError, match="mapping"):
+        service.chat(model, None, first.state, decisions=[("ok", Approve())])  # type: ignore[arg-type]
+    # nothing was claimed: the state can still be approved
+    done = service.chat(model, None, first.state, decisions={"ok": Approve(), "bad": Deny()})
+    assert done.status is ChatStatus.COMPLETED and SENT == [("Ann", 1)]
+
+
+def test_a_deferred_result_must_be_text() -> None:
+    service = ToolService().deferred(ToolCard(name="clipboard", description="The clipboard."))
+    model = _model(ai_calls(call("clipboard", "{}", id="c")))
+    first = service.chat(model, None, "read it")
+    assert first.state is not None
+    with pytest.raises(TypeError, match=r"DeferredResult\.text"):
+        service.chat(model, None, first.state, decisions={"c": DeferredResult(5)})  # type: ignore[arg-type]
+
+
+def test_a_failing_policy_asks_for_approval_and_says_why(caplog: pytest.LogCaptureFixture) -> None:
+    """A policy that raises (here: written with one parameter instead of two) fails closed:
+    the call waits, and the log says why rather than every call silently waiting."""
+
+    @tool(requires_approval=lambda args: args["amount"] > 100)  # type: ignore[arg-type,misc]
+    def pay(to: str, amount: int) -> str:
+        """Pay someone."""
+        SENT.append((to, amount))
+        return "paid"
+
+    async def big(args: dict[str, Any], ctx: Any) -> bool:
+        return bool(args["amount"] > 100)
+
+    @tool(requires_approval=big)
+    def pay_async(to: str, amount: int) -> str:
+        """Pay someone."""
+        SENT.append((to, amount))
+        return "paid"
+
+    service = ToolService().tools(pay, pay_async)
+    model = _model(
+        ai_calls(
+            call("pay", '{"to": "Ann", "amount": 1}', id="p"),
+            call("pay_async", '{"to": "Ann", "amount": 1}', id="q"),
+        )
+    )
+    with caplog.at_level("WARNING", logger="toolweave.tools"):
+        result = service.chat(model, None, "pay")
+    assert [p.id for p in result.pending] == ["p"]  # the async policy said no approval
+    assert SENT == [("Ann", 1)]
+    assert "approval policy of pay failed (TypeError" in caplog.text
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_hallucinated_tool_and_duplicate_ids_in_a_gated_round(mode: str) -> None:
+    service = ToolService().tools(send_money)
+    model = _model(
+        ai_calls(
+            call("no_such_tool", "{}", id="x"),
+            call("send_money", '{"to": "Ann", "amount": 1}', id="x"),
+            call("send_money", '{"to": "Bob", "amount": 2}', id="x"),
+        )
+    )
+    first = run(mode, service, model)
+    assert [(p.id, p.arguments_as_dict()["to"]) for p in first.pending] == [
+        ("x_2", "Ann"),
+        ("x_3", "Bob"),
+    ]  # the unknown tool is not gated: it got the hallucination answer
+    assert first.state is not None
+    done = run(mode, service, model, first.state, decisions={"x_2": Approve(), "x_3": Deny()})
+    assert done.status is ChatStatus.COMPLETED and SENT == [("Ann", 1)]
+    assert_history_valid(done.messages)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_tool_search_output_type_and_immediate_if_last_across_a_pause(mode: str) -> None:
+    from pydantic import BaseModel
+
+    from toolweave import KeywordToolSearch
+
+    class Weather(BaseModel):
+        sky: str
+
+    service = ToolService(tool_search=KeywordToolSearch(max_results=2))
+    service.tool(
+        ToolCard(name="weather_now", description="current weather", requires_approval=True),
+        lambda r, m: "sunny",
+    )
+    model = ScriptedChatModel(
+        [
+            ai_calls(call("tool_search_tool", '{"terms": ["weather"]}', id="s")),
+            ai_calls(call("weather_now", "{}", id="w")),
+            AiMessage('{"sky": "sunny"}'),
+        ]
+    )
+    first = run(mode, service, model, output_type=Weather)
+    assert first.state is not None
+    state = ConversationState.from_json(first.state.to_json())
+    done = run(mode, service, model, state, decisions={"w": Approve()}, output_type=Weather)
+    assert done.output == Weather(sky="sunny")
+    assert "weather_now" in [c.name for c in model.requests[-1].tools]  # still found
+
+    @tool(return_behavior=ReturnBehavior.IMMEDIATE_IF_LAST, requires_approval=True)
+    def finish(x: int) -> str:
+        """Finish."""
+        return f"final {x}"
+
+    service = ToolService().tools(balance, finish)
+    for decision, model_turns in ((Approve(), 1), (Deny(), 2)):
+        model = _model(ai_calls(call("balance", '{"account": "A"}'), call("finish", '{"x": 1}')))
+        paused = run(mode, service, model)
+        assert paused.state is not None
+        done = run(mode, service, model, paused.state, decisions={"id_finish": decision})
+        assert len(model.requests) == model_turns  # an approved last call ends the loop
+
+
+def test_the_sync_face_inside_a_running_loop() -> None:
+    service = ToolService().tools(send_money)
+    model = _model(ai_calls(call("send_money", '{"to": "Bob", "amount": 10}', id="a")))
+
+    async def inside() -> Any:
+        paused = service.chat(model, None, "pay")
+        assert paused.state is not None
+        return service.chat(model, None, paused.state, decisions={"a": Approve()})
+
+    assert asyncio.run(inside()).status is ChatStatus.COMPLETED
+    assert SENT == [("Bob", 10)]

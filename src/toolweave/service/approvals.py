@@ -11,6 +11,8 @@ it as the conversation with `decisions={call_id: Approve() | Deny(...) | Deferre
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -86,6 +88,9 @@ class ConversationState(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     version: int = STATE_VERSION
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    """This pause: a `ToolService` runs an approved call of a given state at most once, so
+    resuming the same state twice (a double-submitted approval) does not run it again."""
     messages: tuple[ChatMessage, ...]
     pending: tuple[PendingCall, ...]
     rounds: int = Field(ge=0)
@@ -233,9 +238,15 @@ def read_decision(message: Any) -> tuple[str, Decision] | None:
 
 
 def check_decisions(state: ConversationState, decisions: Mapping[str, Decision]) -> None:
-    """Every decision names a pending call and fits its kind."""
+    """Every decision names a pending call and fits its kind (checked before anything runs:
+    a bad decision must not leave a round half-resumed)."""
+    if not isinstance(decisions, Mapping):
+        raise TypeError(
+            f"decisions must be a mapping of call id to decision, not a {type(decisions).__name__}"
+        )
     pending = {p.id: p for p in state.pending}
     for call_id, decision in decisions.items():
+        _check_fields(call_id, decision)
         call = pending.get(call_id)
         if call is None:
             raise InvalidConversationStateError(
@@ -255,3 +266,24 @@ def check_decisions(state: ConversationState, decisions: Mapping[str, Decision])
             raise InvalidConversationStateError(
                 f"{call_id!r} waits for approval: answer it with Approve or Deny"
             )
+
+
+def _check_fields(call_id: str, decision: Any) -> None:
+    """A decision's fields have the types they promise."""
+    if isinstance(decision, Approve):
+        arguments = decision.arguments
+        if arguments is None or isinstance(arguments, str):
+            return
+        if not isinstance(arguments, Mapping):
+            raise TypeError(
+                f"Approve.arguments for {call_id!r} is a {type(arguments).__name__}: give a "
+                "dict or JSON text"
+            )
+        try:
+            json.dumps(dict(arguments), ensure_ascii=False)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"Approve.arguments for {call_id!r} is not JSON data: {e}") from None
+    elif isinstance(decision, Deny) and not isinstance(decision.message, str):
+        raise TypeError(f"Deny.message for {call_id!r} must be a str")
+    elif isinstance(decision, DeferredResult) and not isinstance(decision.text, str):
+        raise TypeError(f"DeferredResult.text for {call_id!r} must be a str")

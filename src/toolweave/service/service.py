@@ -89,6 +89,7 @@ from .approvals import (
     Decision,
     DeferredResult,
     Deny,
+    InvalidConversationStateError,
     PendingCall,
     check_decisions,
 )
@@ -115,6 +116,8 @@ from .search import FOUND_TOOLS_ATTRIBUTE, ToolSearchStrategy
 __all__ = ["ServiceEvent", "ToolService"]
 
 logger = logging.getLogger("toolweave.service")
+_APPROVED_KEPT = 100_000
+"""How many approved calls a service remembers (to refuse running one twice)."""
 
 ServiceEvent = (
     StreamEvent
@@ -392,6 +395,7 @@ class ToolService:
         self.reset_tool_choice = reset_tool_choice
         self._callbacks = callbacks
         self._entries: dict[str, _Entry | Tool] = {}
+        self._approved: dict[tuple[str, str], None] = {}  # (state id, call id), oldest first
         self._cards: tuple[ToolCard, ...] | None = None
 
     # registration ---------------------------------------------------------------------------
@@ -713,6 +717,7 @@ class ToolService:
             state = messages
             state.check()
             check_decisions(state, decisions or {})
+            self._claim_approved(state, decisions or {})
             history: list[ChatMessage] = list(state.messages)
         elif decisions:
             raise ValueError("decisions need the ConversationState of a paused conversation")
@@ -1095,6 +1100,22 @@ class ToolService:
         return all(b is not ReturnBehavior.TO_LLM for b in behaviours)
 
     # approvals and deferred calls ------------------------------------------------------------
+    def _claim_approved(self, state: ConversationState, decisions: Mapping[str, Decision]) -> None:
+        """Record the calls of `state` approved now; one approved before (the same state
+        resumed twice in this process) is an `InvalidConversationStateError`, before anything
+        runs. Claimed synchronously, so two concurrent resumes cannot both pass."""
+        claims = [(state.id, i) for i, d in decisions.items() if isinstance(d, Approve)]
+        spent = [call_id for state_id, call_id in claims if (state_id, call_id) in self._approved]
+        if spent:
+            raise InvalidConversationStateError(
+                f"calls {sorted(spent)} of this conversation state were approved and run "
+                "already; continue from the state (or result) that resume returned"
+            )
+        for key in claims:
+            self._approved[key] = None
+        while len(self._approved) > _APPROVED_KEPT:
+            self._approved.pop(next(iter(self._approved)))
+
     async def _gated(self, calls: list[ToolExecutionRequest], run: _Run) -> list[PendingCall]:
         """The calls of a round that wait (in request order)."""
         out: list[PendingCall] = []

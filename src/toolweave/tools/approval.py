@@ -4,6 +4,7 @@ pauses, docs/approvals.md; `toolweave mcp serve` asks through MCP elicitation)."
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +13,8 @@ from ..execution.requests import ToolExecutionRequest
 from ..schema.arguments import parse_arguments
 
 __all__ = ["ApprovalPolicy", "needs_approval"]
+
+logger = logging.getLogger("toolweave.tools")
 
 ApprovalPolicy = bool | Callable[[dict[str, Any], ToolContext], Any]
 """`requires_approval`: a bool, or a function of the call's arguments and its `ToolContext`
@@ -32,6 +35,13 @@ async def needs_approval(
         decided = policy(arguments if isinstance(arguments, dict) else {}, context)
         if inspect.isawaitable(decided):
             decided = await decided
-    except Exception:
+    except Exception as e:
+        logger.warning(
+            "the approval policy of %s failed (%s: %s); the call %s waits for approval",
+            call.name,
+            type(e).__name__,
+            e,
+            call.id,
+        )
         return True
     return bool(decided)
