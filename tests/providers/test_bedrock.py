@@ -706,3 +706,48 @@ def test_credentials_from_the_chain_are_masked_too(
     for secret in (SECRET_KEY, session_token):
         assert secret not in str(info.value) and secret not in str(info.value.body)
     model.close()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        [],
+        {"output": "x"},
+        {"output": {"message": {"content": "abc"}}},
+        {"output": {"message": {"content": [{"toolUse": {"name": "f"}}]}}},
+        {"output": {"message": {"content": [{"text": "hi"}]}}, "usage": {"inputTokens": "x"}},
+    ],
+)
+def test_wrong_shaped_200_json_is_response_invalid(
+    server: ProviderServer, model: BedrockChatModel, body: Any
+) -> None:
+    server.enqueue({"json": body}, {"json": body})
+    with pytest.raises(ProviderError) as sync_error:
+        model.chat(ChatRequest([UserMessage("hi")]))
+    with pytest.raises(ProviderError) as async_error:
+        asyncio.run(model.achat(ChatRequest([UserMessage("hi")])))
+    for error in (sync_error.value, async_error.value):
+        assert error.code == 183004, error
+
+
+def test_deep_nesting_and_lone_surrogates(server: ProviderServer, model: BedrockChatModel) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    server.enqueue({"body": deep, "headers": {"content-type": "application/json"}})
+    with pytest.raises(ProviderError, match="nested too deeply"):
+        model.chat(ChatRequest([UserMessage("hi")]))
+    frames = [
+        event("messageStart", {"role": "assistant"}),
+        frame(
+            {":event-type": "contentBlockDelta", ":message-type": "event"},
+            b'{"contentBlockIndex":0,"delta":{"text":"a\\ud800b"}}',
+        ),
+        frame({":event-type": "metadata", ":message-type": "event"}, deep.encode()),
+    ]
+    server.enqueue({"frames": frames})
+    with pytest.raises(ProviderError, match="unexpected shape|nested too deeply"):
+        list(model.stream(ChatRequest([UserMessage("hi")])))
+    server.enqueue({"frames": [*frames[:2], *text_stream("")[-2:]]})
+    last = list(model.stream(ChatRequest([UserMessage("hi")])))[-1]
+    assert isinstance(last, ResponseCompleted)
+    assert last.response.ai_message.text == "a\ufffdb"
+    last.response.ai_message.model_dump_json().encode()  # encodable history

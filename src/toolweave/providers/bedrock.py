@@ -638,6 +638,10 @@ class BedrockChatModel(HttpChatModel):
         if not isinstance(data, dict):
             raise self._http.protocol_error("the response is not a JSON object")
         message = data["output"]["message"]
+        if not isinstance(message["content"], list) or not all(
+            isinstance(block, dict) for block in message["content"]
+        ):
+            raise self._http.protocol_error("the message content is not a list of blocks")
         text: list[str] = []
         answers: list[str] = []
         reasoning: list[str] = []
