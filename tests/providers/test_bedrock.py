@@ -744,7 +744,7 @@ def test_deep_nesting_and_lone_surrogates(server: ProviderServer, model: Bedrock
         frame({":event-type": "metadata", ":message-type": "event"}, deep.encode()),
     ]
     server.enqueue({"frames": frames})
-    with pytest.raises(ProviderError, match="unexpected shape|nested too deeply"):
+    with pytest.raises(ProviderError, match=r"unexpected shape|nested too deeply"):
         list(model.stream(ChatRequest([UserMessage("hi")])))
     server.enqueue({"frames": [*frames[:2], *text_stream("")[-2:]]})
     last = list(model.stream(ChatRequest([UserMessage("hi")])))[-1]
