@@ -690,7 +690,7 @@ def test_an_exception_frame_nested_too_deeply_keeps_its_type() -> None:
 
 
 def test_credentials_from_the_chain_are_masked_too(
-    server: ProviderServer, monkeypatch: pytest.MonkeyPatch
+    server: ProviderServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     session_token = "IQoJb3JpZ2luX2VjEXAMPLE-session-token-from-the-environment"
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", AKID)
@@ -701,10 +701,12 @@ def test_credentials_from_the_chain_are_masked_too(
     model = BedrockChatModel(MODEL, region=REGION, base_url=server.url, max_retries=0)
     echo = {"status": 403, "json": {"message": f"bad {SECRET_KEY} / {session_token}"}}
     server.enqueue(echo)
-    with pytest.raises(ProviderError) as info:
+    with caplog.at_level("DEBUG"), pytest.raises(ProviderError) as info:
         model.chat(ChatRequest([UserMessage("hi")]))
+    assert "x-amz-security-token" in caplog.text  # botocore's signer logged its request
     for secret in (SECRET_KEY, session_token):
         assert secret not in str(info.value) and secret not in str(info.value.body)
+        assert secret not in caplog.text
     model.close()
 
 

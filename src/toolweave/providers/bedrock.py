@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import os
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
@@ -37,6 +38,7 @@ from ._answer import ANSWER_DESCRIPTION, Answer, answer_schema, answer_text
 from ._base import HttpChatModel, StreamParser, arguments_object, feed_batch, finish_stream
 from ._eventstream import EXCEPTION_PREFIX, AwsEventStreamDecoder
 from ._http import (
+    _PROVIDER_SECRETS_IN_LOGS,
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_MAX_RETRIES,
     HttpTransport,
@@ -126,6 +128,8 @@ class _Signer:
     ) -> None:
         self.region = region
         self._add_secret = add_secret  # credentials from the chain are masked like given ones
+        # botocore's signer logs the canonical request (the session token in it) at DEBUG
+        logging.getLogger("botocore.auth").addFilter(_PROVIDER_SECRETS_IN_LOGS)
         self._given = credentials
         self._profile = profile
         self._credentials: Any = None
