@@ -775,3 +775,22 @@ def test_an_entra_token_echoed_by_the_server_is_masked(server: ProviderServer) -
     assert token not in str(info.value) and token not in str(info.value.body)
     assert token not in repr(model)
     model.close()
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        {"type": "message", "role": "assistant", "content": "Hello"},
+        {"type": "reasoning", "summary": "thinking"},
+    ],
+)
+def test_an_item_whose_parts_are_not_a_list_is_response_invalid(
+    server: ProviderServer, model: OpenAIResponsesChatModel, item: dict[str, Any]
+) -> None:
+    """Not silently an empty answer: a string where the parts belong was read character by
+    character and every character skipped."""
+    body = {"id": "r", "status": "completed", "output": [item]}
+    server.enqueue({"json": body})
+    with pytest.raises(ProviderError) as info:
+        model.chat(ChatRequest([UserMessage(Q)]))
+    assert info.value.code == 183004 and "not a list" in str(info.value)

@@ -140,6 +140,9 @@ def parse_response(data: Any, transport: HttpTransport) -> ChatResponse:
         if not isinstance(item, Mapping):
             raise transport.protocol_error(f"an output item is not an object: {item!r:.200}")
         kind = item.get("type")
+        for key in ("content", "summary"):
+            if not isinstance(item.get(key) or [], list):  # a string would be read per char
+                raise transport.protocol_error(f"a {kind} item's {key} is not a list")
         if kind == "message":
             t, r = _text_of(item)
             texts.extend(t)
