@@ -794,3 +794,26 @@ def test_an_item_whose_parts_are_not_a_list_is_response_invalid(
     with pytest.raises(ProviderError) as info:
         model.chat(ChatRequest([UserMessage(Q)]))
     assert info.value.code == 183004 and "not a list" in str(info.value)
+
+
+@pytest.mark.parametrize("token", [None, "", "  ", b"bytes-token-123"])
+def test_a_token_provider_returning_no_token_sends_nothing(
+    server: ProviderServer, token: Any
+) -> None:
+    model = AzureOpenAIResponsesChatModel(
+        "gpt-5-prod", endpoint=server.url, token_provider=lambda: token, max_retries=0
+    )
+    with pytest.raises(ValueError, match="no usable token"):
+        model.chat(ChatRequest([UserMessage("hello")]))
+
+    async def provider() -> Any:
+        return token
+
+    amodel = AzureOpenAIResponsesChatModel(
+        "gpt-5-prod", endpoint=server.url, token_provider=provider, max_retries=0
+    )
+    with pytest.raises(ValueError, match="no usable token"):
+        asyncio.run(amodel.achat(ChatRequest([UserMessage("hello")])))
+    assert server.requests == []
+    model.close()
+    amodel.close()

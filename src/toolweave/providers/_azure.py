@@ -101,7 +101,7 @@ class AzureSettings:
             if close is not None:
                 close()
             raise TypeError("an async token_provider can only be used from the async faces")
-        return {"authorization": f"Bearer {token}"}
+        return _bearer(token)
 
     async def atoken_headers(self) -> dict[str, str] | None:
         """A fresh bearer header (async faces), or None without a token provider."""
@@ -115,7 +115,7 @@ class AzureSettings:
             token = await asyncio.to_thread(provider)
             if inspect.isawaitable(token):
                 token = await token
-        return {"authorization": f"Bearer {token}"}
+        return _bearer(token)
 
     def describe(self, cls_name: str) -> str:
         """The repr of a model using these settings."""
@@ -123,6 +123,15 @@ class AzureSettings:
             f"{cls_name}(deployment={self.deployment!r}, endpoint={self.endpoint!r}, "
             f"api_version={self.api_version!r})"
         )
+
+
+def _bearer(token: Any) -> dict[str, str]:
+    """The header for a token from a token provider, which must be a non-empty str (not
+    `Bearer None`)."""
+    if not isinstance(token, str) or not token.strip():
+        kind = type(token).__name__ if not isinstance(token, str) else "a blank str"
+        raise ValueError(f"token_provider returned no usable token ({kind}): nothing was sent")
+    return {"authorization": f"Bearer {token.strip()}"}
 
 
 class AzureDeployment:
@@ -186,6 +195,7 @@ class AzureDeployment:
     def _masked(self, headers: dict[str, str] | None) -> dict[str, str] | None:
         """`headers`, their Entra ID token now masked in errors and logs like a key (a server
         may echo it without its `Bearer`)."""
-        if headers:
-            self._http.add_secret(headers["authorization"].removeprefix("Bearer "))
+        token = headers["authorization"].removeprefix("Bearer ") if headers else ""
+        if len(token) >= 8:  # (a shorter one would mask that word in every message)
+            self._http.add_secret(token)
         return headers
