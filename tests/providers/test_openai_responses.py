@@ -777,6 +777,20 @@ def test_an_entra_token_echoed_by_the_server_is_masked(server: ProviderServer) -
     model.close()
 
 
+def test_a_token_per_request_does_not_grow_the_masked_secrets(server: ProviderServer) -> None:
+    tokens = (f"eyJ-minted-token-number-{i:06d}" for i in range(10_000))
+    model = AzureOpenAIResponsesChatModel(
+        "gpt-5-prod", endpoint=server.url, token_provider=lambda: next(tokens)
+    )
+    for _ in range(50):
+        model._request_headers()
+    assert len(model._http._secrets) <= 10
+    last = model._request_headers()
+    assert last is not None
+    assert last["authorization"].removeprefix("Bearer ") in model._http._secrets
+    model.close()
+
+
 @pytest.mark.parametrize(
     "item",
     [

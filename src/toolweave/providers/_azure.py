@@ -27,6 +27,7 @@ from urllib.parse import quote
 __all__ = ["AZURE_PROVIDER", "AzureDeployment", "AzureSettings", "TokenProvider"]
 
 AZURE_PROVIDER = "azure.ai.openai"
+_TOKENS_MASKED = 8
 TokenProvider = Callable[[], str | Awaitable[str]]
 """Returns a bearer token (Microsoft Entra ID), sync or async."""
 
@@ -179,6 +180,7 @@ class AzureDeployment:
         )
         if self.azure.api_key:
             self._http.add_secret(self.azure.api_key)
+        self._tokens: list[str] = []  # the latest tokens from the token provider, masked
 
     def __repr__(self) -> str:
         return self.azure.describe(type(self).__name__)
@@ -196,6 +198,9 @@ class AzureDeployment:
         """`headers`, their Entra ID token now masked in errors and logs like a key (a server
         may echo it without its `Bearer`)."""
         token = headers["authorization"].removeprefix("Bearer ") if headers else ""
-        if len(token) >= 8:  # (a shorter one would mask that word in every message)
+        if len(token) >= 8 and token not in self._tokens:  # (a shorter one: a common word)
             self._http.add_secret(token)
+            self._tokens.append(token)
+            if len(self._tokens) > _TOKENS_MASKED:  # a provider may mint one per request
+                self._http.remove_secret(self._tokens.pop(0))
         return headers

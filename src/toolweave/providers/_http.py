@@ -219,6 +219,10 @@ class _ProviderSecretsLogFilter(logging.Filter):
                     logging.getLogger(name).addFilter(self)
             self._secrets = tuple(dict.fromkeys(self._secrets + new))
 
+    def remove(self, secret: str) -> None:
+        with self._lock:
+            self._secrets = tuple(s for s in self._secrets if s != secret)
+
     def filter(self, record: logging.LogRecord) -> bool:
         secrets = self._secrets
         if secrets:
@@ -395,6 +399,13 @@ class HttpTransport:
         if secret and secret not in self._secrets:
             self._secrets = (*self._secrets, secret)
             _PROVIDER_SECRETS_IN_LOGS.add((secret,))
+
+    def remove_secret(self, secret: str) -> None:
+        """Stop masking `secret` (a short-lived token replaced by newer ones: the list of
+        secrets must not grow with every token)."""
+        if secret in self._secrets:
+            self._secrets = tuple(s for s in self._secrets if s != secret)
+            _PROVIDER_SECRETS_IN_LOGS.remove(secret)
 
     # errors -------------------------------------------------------------------------------
     def redact(self, text: str) -> str:
