@@ -5,6 +5,7 @@ order (issue #22 item 10)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from typing import Any
@@ -82,12 +83,21 @@ def test_card_max_concurrency_bounds_one_tool(mode: str) -> None:
         return i
 
     other = Gauge()
+    all_in: list[asyncio.Event] = []
 
     @tool
     async def free(i: int) -> int:
         """Unbounded."""
         other.enter()
-        await asyncio.sleep(0.02)
+        if not all_in:
+            all_in.append(asyncio.Event())
+        if other.active == 6:
+            all_in[0].set()
+        # wait for the other five (not a fixed sleep: in an eager stream the calls start as
+        # the stream arrives, which may take longer than any sleep on a loaded machine);
+        # calls that could not all run at once time out here and the peak shows it
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(all_in[0].wait(), 10)
         other.leave()
         return i
 
