@@ -753,3 +753,35 @@ def test_deep_nesting_and_lone_surrogates(server: ProviderServer, model: Bedrock
     assert isinstance(last, ResponseCompleted)
     assert last.response.ai_message.text == "a\ufffdb"
     last.response.ai_message.model_dump_json().encode()  # encodable history
+
+
+def test_rotating_credentials_do_not_grow_the_masked_secrets(server: ProviderServer) -> None:
+    """Temporary credentials are refreshed by botocore; the signer masks the latest ones and
+    lets the old ones go, so the secrets every message is scanned for stay few."""
+    from datetime import UTC, datetime, timedelta
+
+    from botocore.credentials import RefreshableCredentials
+
+    count = iter(range(10_000))
+
+    def refresh() -> dict[str, str]:
+        n = next(count)
+        return {
+            "access_key": AKID,
+            "secret_key": f"rotated-secret-key-{n:06d}",
+            "token": f"rotated-session-token-{n:06d}",
+            # inside botocore's advisory refresh window: refreshed on every use
+            "expiry_time": (datetime.now(UTC) + timedelta(minutes=12)).isoformat(),
+        }
+
+    credentials = RefreshableCredentials.create_from_metadata(refresh(), refresh, "test")
+    model = BedrockChatModel(MODEL, region=REGION, base_url=server.url)
+    assert model._signer is not None
+    model._signer._given = credentials
+    for _ in range(20):
+        server.enqueue({"json": converse([{"text": "hi"}], "end_turn")})
+        model.chat(ChatRequest([UserMessage("hi")]))
+    assert len(model._http._secrets) <= 10
+    last = server.requests[-1].headers["x-amz-security-token"]
+    assert last in model._http._secrets
+    model.close()

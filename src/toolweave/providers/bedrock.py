@@ -14,7 +14,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -81,6 +81,8 @@ _DOCUMENT_FORMATS = {
     "text/plain": "txt",
     "text/markdown": "md",
 }
+_SECRETS_MASKED = 8
+"""How many of the latest AWS secrets (keys, session tokens) the signer keeps masked."""
 # Exception frames (and their HTTP twins) worth a retry when nothing was streamed yet.
 _RETRYABLE_EXCEPTIONS = {
     "throttlingException": 429,
@@ -124,10 +126,11 @@ class _Signer:
         region: str,
         credentials: Any,
         profile: str | None,
-        add_secret: Callable[[str], None],
+        transport: HttpTransport,
     ) -> None:
         self.region = region
-        self._add_secret = add_secret  # credentials from the chain are masked like given ones
+        self._transport = transport  # credentials from the chain are masked like given ones
+        self._masked: list[str] = []  # the latest, oldest first (temporary ones rotate)
         # botocore's signer logs the canonical request (the session token in it) at DEBUG
         logging.getLogger("botocore.auth").addFilter(_PROVIDER_SECRETS_IN_LOGS)
         self._given = credentials
@@ -175,8 +178,11 @@ class _Signer:
         self.resolve()
         frozen = self._credentials.get_frozen_credentials()
         for secret in (frozen.secret_key, frozen.token):
-            if secret:
-                self._add_secret(secret)
+            if secret and secret not in self._masked:
+                self._transport.add_secret(secret)
+                self._masked.append(secret)
+                if len(self._masked) > _SECRETS_MASKED:
+                    self._transport.remove_secret(self._masked.pop(0))
         aws = AWSRequest(
             method=request.method,
             url=str(request.url),
@@ -438,7 +444,7 @@ class BedrockChatModel(HttpChatModel):
                 for secret in (aws_secret_access_key, aws_session_token):
                     if secret:
                         self._http.add_secret(secret)
-            self._signer = _Signer(region, credentials, profile, self._http.add_secret)
+            self._signer = _Signer(region, credentials, profile, self._http)
             self._http.signer = self._signer.sign
 
     def _url(self, model: str, stream: bool) -> str:
