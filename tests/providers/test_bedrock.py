@@ -785,3 +785,39 @@ def test_rotating_credentials_do_not_grow_the_masked_secrets(server: ProviderSer
     last = server.requests[-1].headers["x-amz-security-token"]
     assert last in model._http._secrets
     model.close()
+
+
+def test_a_structured_answer_is_given_once_even_if_its_block_stops_twice_or_never() -> None:
+    from toolweave.providers._answer import Answer
+    from toolweave.providers._base import feed_batch, finish_stream
+    from toolweave.providers._http import HttpTransport
+    from toolweave.providers._sse import SSEEvent
+    from toolweave.providers.bedrock import ANSWER_TOOL, BedrockStreamParser
+
+    transport = HttpTransport(provider="aws.bedrock", headers={}, secrets=())
+
+    def run(stops: int) -> tuple[list[str], str | None]:
+        parser = BedrockStreamParser(transport, Answer(ANSWER_TOOL, False))
+        start = {"toolUse": {"toolUseId": "a", "name": ANSWER_TOOL}}
+        late = ("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"toolUse": {"input": "x"}}})
+        events = [
+            ("contentBlockStart", {"contentBlockIndex": 0, "start": start}),
+            (
+                "contentBlockDelta",
+                {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"n":'}}},
+            ),
+            ("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"toolUse": {"input": "1}"}}}),
+            *[("contentBlockStop", {"contentBlockIndex": 0})] * stops,
+            *[late] * min(stops, 1),  # after the stop: the given answer never changes
+            ("messageStop", {"stopReason": "tool_use"}),
+        ]
+        out = feed_batch(
+            parser, [SSEEvent(json.dumps(p), event=k) for k, p in events], transport.protocol_error
+        )
+        out += finish_stream(parser, transport.protocol_error)
+        final = out[-1]
+        assert isinstance(final, ResponseCompleted)
+        return [e.text for e in out if isinstance(e, TextDelta)], final.response.ai_message.text
+
+    for stops in (0, 1, 2):
+        assert run(stops) == (['{"n":1}'], '{"n":1}'), stops

@@ -212,6 +212,7 @@ class BedrockStreamParser:
         self._transport = transport
         self._answer = answer
         self._answer_parts: dict[int, list[str]] = {}
+        self._answered: set[int] = set()  # answer blocks already given as text
         self._text: list[str] = []
         self._reasoning: list[str] = []
         self._signature: str | None = None
@@ -253,10 +254,7 @@ class BedrockStreamParser:
         elif kind == "contentBlockStop":
             block = int(data["contentBlockIndex"])
             if block in self._answer_parts:
-                assert self._answer is not None
-                text = answer_text("".join(self._answer_parts[block]), self._answer.wrapped)
-                self._text = [text]
-                out.append(TextDelta(text))
+                self._answer_block(block, out)
             elif block in self._blocks and self._blocks[block] not in self._done:
                 index = self._blocks[block]
                 self._done.add(index)
@@ -277,7 +275,8 @@ class BedrockStreamParser:
         elif "toolUse" in delta:
             piece = str(delta["toolUse"].get("input") or "")
             if block in self._answer_parts:
-                self._answer_parts[block].append(piece)
+                if block not in self._answered:  # a given answer never changes
+                    self._answer_parts[block].append(piece)
             elif block in self._blocks and piece:
                 index = self._blocks[block]
                 if index in self._done:
@@ -293,6 +292,16 @@ class BedrockStreamParser:
                 self._signature = str(reasoning["signature"])
             if reasoning.get("redactedContent"):
                 self._redacted.append(str(reasoning["redactedContent"]))
+
+    def _answer_block(self, block: int, out: list[StreamEvent]) -> None:
+        """The structured answer of `block` as the response text, once."""
+        if block in self._answered:
+            return
+        assert self._answer is not None
+        self._answered.add(block)
+        text = answer_text("".join(self._answer_parts[block]), self._answer.wrapped)
+        self._text = [text]
+        out.append(TextDelta(text))
 
     def _request(self, index: int) -> ToolExecutionRequest:
         call_id, name, parts = self._calls[index]
@@ -321,6 +330,8 @@ class BedrockStreamParser:
                 "the stream ended before the response was complete (no messageStop)"
             )
         out: list[StreamEvent] = []
+        for block in self._answer_parts:  # an answer block the stream never stopped
+            self._answer_block(block, out)
         for index in range(len(self._calls)):
             if index not in self._done:
                 self._done.add(index)
