@@ -99,10 +99,6 @@ CLIENT_SKIPS: dict[str, str] = {
         "server metadata's issuer (RFC 8414), and this 2025-03-26-era server's issuer "
         "(.../oauth) differs from the URL the metadata came from"
     ),
-    "auth/cross-app-access-complete-flow": (
-        "the adapter does not drive SEP-990 cross-app access (IdP token exchange, then a "
-        "JWT-bearer grant) yet"
-    ),
 }
 """Client scenarios that cannot pass yet: name -> reason (also listed in docs/mcp.md)."""
 

@@ -80,6 +80,47 @@ class AutoApprove:
         return self.result
 
 
+async def cross_app_access(url: str, context: dict[str, Any]) -> Any:
+    """SEP-990: the enterprise IdP's ID token is exchanged for an ID-JAG, which the SDK's
+    identity-assertion provider trades for an access token (JWT-bearer grant)."""
+    from urllib.parse import urljoin
+
+    from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuthProvider
+
+    async with httpx2.AsyncClient(timeout=10) as http:
+        prm = (await http.get(urljoin(url, "/.well-known/oauth-protected-resource/mcp"))).json()
+        auth_server = prm["authorization_servers"][0]
+        metadata_url = urljoin(auth_server, "/.well-known/oauth-authorization-server")
+        issuer = (await http.get(metadata_url)).json()["issuer"]
+
+    async def id_jag(audience: str, resource: str) -> str:
+        async with httpx2.AsyncClient(timeout=10) as http:
+            response = await http.post(
+                context["idp_token_endpoint"],
+                data={
+                    "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+                    "requested_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+                    "subject_token": context["idp_id_token"],
+                    "subject_token_type": "urn:ietf:params:oauth:token-type:id_token",
+                    "audience": audience,
+                    "resource": resource,
+                    "client_id": context["idp_client_id"],
+                },
+            )
+        response.raise_for_status()
+        return str(response.json()["access_token"])
+
+    return IdentityAssertionOAuthProvider(
+        server_url=url,
+        storage=MemoryStorage(),
+        client_id=context["client_id"],
+        client_secret=context["client_secret"],
+        issuer=issuer,
+        assertion_provider=id_jag,
+        token_endpoint_auth_method="client_secret_basic",
+    )
+
+
 def oauth(url: str, scenario: str) -> Any:
     context: dict[str, Any] = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     if scenario.startswith("auth/client-credentials-basic"):
@@ -142,7 +183,10 @@ async def main(url: str, scenario: str) -> None:
     extra: dict[str, Any] = {}
     if scenario.startswith("elicitation"):
         extra["elicitation"] = accept_empty
-    if scenario.startswith("auth/"):
+    if scenario.startswith("auth/cross-app-access"):
+        context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+        extra["auth"] = await cross_app_access(url, context)
+    elif scenario.startswith("auth/"):
         extra["auth"] = oauth(url, scenario)
     async with McpClient(config, **extra) as client:
         tools = {t.card.remote_name: t for t in await client.list_tools()}
