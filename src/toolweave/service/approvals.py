@@ -132,6 +132,16 @@ class ConversationState(BaseModel):
         if last is None:
             raise InvalidConversationStateError("the conversation state has no model turn")
         position, turn = last
+        stray = [
+            m
+            for m in self.messages[position + 1 :]
+            if not isinstance(m, ToolExecutionResultMessage)
+        ]
+        if stray:
+            raise InvalidConversationStateError(
+                f"a {stray[0].type} message follows the model turn whose calls are pending "
+                "(only their results may): the state was changed"
+            )
         calls = {c.id: c for c in turn.tool_execution_requests}
         answered = {
             m.id for m in self.messages[position + 1 :] if isinstance(m, ToolExecutionResultMessage)
