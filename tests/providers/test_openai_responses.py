@@ -831,3 +831,14 @@ def test_a_token_provider_returning_no_token_sends_nothing(
     assert server.requests == []
     model.close()
     amodel.close()
+
+
+def test_a_history_with_foreign_output_items_is_still_sent(
+    server: ProviderServer, model: OpenAIResponsesChatModel
+) -> None:
+    """Output items kept in an AiMessage come back from stored (maybe edited) states: one
+    that is not an object is left out, not an AttributeError while building the request."""
+    ai = AiMessage("Hi.", attributes={"openai_responses": {"id": "r0", "output": [1, "x", None]}})
+    server.enqueue({"json": FINAL})
+    model.chat(ChatRequest([UserMessage("hello"), ai, UserMessage("again")]))
+    assert server.bodies[0]["input"][1] == {"role": "assistant", "content": "Hi."}

@@ -503,6 +503,8 @@ class OpenAIResponsesChatModel(HttpChatModel):
         sent: set[str] = set()
         if isinstance(raw, Mapping) and isinstance(raw.get("output"), list):
             for item in raw["output"]:
+                if not isinstance(item, Mapping):
+                    continue  # (an edited or foreign history: nothing to send back)
                 kind = item.get("type")
                 if kind == "message":
                     if message.text and not text_sent:
