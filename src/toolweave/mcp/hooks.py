@@ -29,10 +29,11 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import mcp_types
 
+from ..chat.model import ChatModel
 from ..context import ElicitationResult
 from .config import McpServerConfig
 
@@ -42,6 +43,7 @@ __all__ = [
     "LogHook",
     "McpClientHooks",
     "RootsHook",
+    "SamplingCallback",
     "SamplingHook",
 ]
 
@@ -62,7 +64,10 @@ class ElicitationRequest:
     elicitation_id: str | None = None
 
 
-SamplingHook = Any
+SamplingCallback = Callable[
+    [mcp_types.CreateMessageRequestParams], Awaitable[str | mcp_types.CreateMessageResult]
+]
+SamplingHook = ChatModel | SamplingCallback | None
 """A `ChatModel`, or ``async (CreateMessageRequestParams) -> str | CreateMessageResult``."""
 ElicitationHook = Callable[[ElicitationRequest], Awaitable[ElicitationResult]]
 RootsHook = Sequence[str | Path] | Callable[[], Awaitable[Sequence[str | Path]]]
@@ -159,9 +164,12 @@ class McpClientHooks:
                     update={"max_tokens": min(params.max_tokens, config.sampling_max_tokens)}
                 )
             try:
-                if callable(getattr(self.sampling, "achat", None)):
-                    return await _sample_with_model(self.sampling, params)
-                answer = await self.sampling(params)
+                hook = self.sampling
+                if hook is None:
+                    raise RuntimeError("no sampling hook")
+                if callable(getattr(hook, "achat", None)):
+                    return await _sample_with_model(hook, params)
+                answer = await cast(SamplingCallback, hook)(params)
             except Exception as e:  # the server gets an error, the connection lives on
                 log.warning("%s: sampling failed: %s", config.describe(), e)
                 return mcp_types.ErrorData(
