@@ -511,7 +511,8 @@ class OpenAIResponsesChatModel(HttpChatModel):
                         items.append({"role": "assistant", "content": message.text})
                         text_sent = True
                 elif kind == "function_call":
-                    call = calls.get(item.get("call_id") or item.get("id"))
+                    key = item.get("call_id") or item.get("id")
+                    call = calls.get(key) if isinstance(key, str) else None
                     if call is None or call.id in sent:
                         continue
                     sent.add(call.id)
