@@ -17,6 +17,7 @@ from toolweave import (
     AiMessage,
     ChatCompleted,
     ReturnBehavior,
+    SchemaError,
     ScriptedChatModel,
     ToolCard,
     ToolExecutionResultMessage,
@@ -395,6 +396,8 @@ def test_concurrent_resumes_of_one_state_run_the_call_once() -> None:
             return_exceptions=True,
         )
 
+    with pytest.raises(SchemaError):  # a resume that fails to start claims nothing
+        service.chat(_model(), None, state, decisions={"a": Approve()}, output_type=42)
     outcomes = asyncio.run(both())
     assert sorted(type(o).__name__ for o in outcomes) == [
         "InvalidConversationStateError",

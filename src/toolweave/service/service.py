@@ -717,7 +717,6 @@ class ToolService:
             state = messages
             state.check()
             check_decisions(state, decisions or {})
-            self._claim_approved(state, decisions or {})
             history: list[ChatMessage] = list(state.messages)
         elif decisions:
             raise ValueError("decisions need the ConversationState of a paused conversation")
@@ -746,6 +745,8 @@ class ToolService:
                     for name in m.attributes.get(FOUND_TOOLS_ATTRIBUTE, ()):
                         if name not in run.found:
                             run.found.append(name)
+        if state is not None:  # last: nothing after this may fail and strand the claim
+            self._claim_approved(state, decisions or {})
         return run
 
     def _visible_cards(self, run: _Run) -> tuple[ToolCard, ...]:
