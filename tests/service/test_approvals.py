@@ -568,4 +568,8 @@ def test_a_message_slipped_between_the_calls_and_their_results_is_refused() -> N
     data["messages"].append(data["messages"].pop(-2))  # after the result
     with pytest.raises(InvalidConversationStateError, match="user message follows"):
         ConversationState.from_json(json.dumps(data))
+    data = json.loads(first.state.to_json())
+    data["pending"].append(data["pending"][0])  # approved once, run twice
+    with pytest.raises(InvalidConversationStateError, match="pending call twice"):
+        ConversationState.from_json(json.dumps(data))
     assert SENT == []

@@ -121,6 +121,11 @@ class ConversationState(BaseModel):
             )
         if not self.pending:
             raise InvalidConversationStateError("the conversation state has no pending calls")
+        ids = [p.id for p in self.pending]
+        if len(set(ids)) != len(ids):  # each would be run once per entry
+            raise InvalidConversationStateError(
+                f"the conversation state lists a pending call twice ({sorted(ids)})"
+            )
         last = next(
             (
                 (i, m)
