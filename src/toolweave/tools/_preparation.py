@@ -11,6 +11,7 @@ __all__ = ["PREP_OPTIONS", "drop_none", "fill_defaults", "pop_timeout", "split_o
 
 PREP_OPTIONS = ("skip_none_value", "skip_inputs_validate")
 _TIMEOUT_KEYS = ("timeout", "operation_timeout", "operationTimeout")
+_OPTION_KEYS = frozenset((*PREP_OPTIONS, *_TIMEOUT_KEYS))
 
 
 def pop_timeout(kwargs: dict[str, Any], default: float | None) -> float | None:
@@ -32,8 +33,12 @@ def split_options(
     kind `handles_timeout` itself, the timeout stays in `kwargs` as `timeout=` instead and
     `None` is returned for it.
     """
-    prep = {k: kwargs.pop(k) for k in PREP_OPTIONS if k in kwargs}
-    timeout = pop_timeout(kwargs, default_timeout)
+    if _OPTION_KEYS.isdisjoint(kwargs):  # the common call: no options given
+        prep: dict[str, Any] = {}
+        timeout = default_timeout
+    else:
+        prep = {k: kwargs.pop(k) for k in PREP_OPTIONS if k in kwargs}
+        timeout = pop_timeout(kwargs, default_timeout)
     if handles_timeout:
         kwargs["timeout"] = timeout
         return prep, None

@@ -23,6 +23,8 @@ from .card import ToolCard
 
 __all__ = ["LocalFunction"]
 
+_PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
+"""Return types that are never awaitable (checked before the slower isawaitable)."""
 _ITERABLE_RESULT_EXCLUDED = (str, bytes, bytearray, dict, Mapping)
 
 
@@ -206,7 +208,7 @@ class LocalFunction(Tool):
             raise self._generator_error()
         args, call = self._call_arguments(inputs, kwargs)
         result = self.func(*args, **call)
-        if inspect.isawaitable(result):
+        if type(result) not in _PLAIN and inspect.isawaitable(result):
             return run_sync(_await(result))
         return result
 
