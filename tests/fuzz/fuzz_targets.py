@@ -21,7 +21,14 @@ import atheris
 
 with atheris.instrument_imports(include=["toolweave"]):
     import hardening
-    from sse_invariant import LIMIT, MAX_INPUT, check_event_stream, check_stream, frame
+    from sse_invariant import (
+        LIMIT,
+        MAX_INPUT,
+        check_event_stream,
+        check_stream,
+        frame,
+        raw_frame,
+    )
 
     from toolweave import (
         SchemaError,
@@ -195,7 +202,12 @@ def fuzz_eventstream(data: bytes) -> None:
     fdp = atheris.FuzzedDataProvider(data)
     stream = bytearray()
     while fdp.remaining_bytes() and len(stream) < MAX_INPUT:
-        choice = fdp.ConsumeIntInRange(0, 3)
+        choice = fdp.ConsumeIntInRange(0, 4)
+        if choice == 4:  # any declared lengths, CRCs right
+            total = fdp.ConsumeIntInRange(0, 3 * LIMIT)
+            body = fdp.ConsumeBytes(fdp.ConsumeIntInRange(0, 512))
+            stream += raw_frame(total, fdp.ConsumeIntInRange(0, 2**32 - 1), body)
+            continue
         if choice == 0:
             headers = {":message-type": "event", ":event-type": fdp.PickValueInList(_EVENT_TYPES)}
         elif choice == 1:

@@ -63,6 +63,14 @@ def frame(headers: Mapping[str, str], payload: bytes) -> bytes:
     return message + zlib.crc32(message).to_bytes(4, "big")
 
 
+def raw_frame(total: int, headers_length: int, body: bytes) -> bytes:
+    """A frame whose prelude declares any lengths (the body need not fit them), with both
+    CRCs right, so the lengths themselves are what the decoder checks."""
+    prelude = (total % 2**32).to_bytes(4, "big") + (headers_length % 2**32).to_bytes(4, "big")
+    message = prelude + zlib.crc32(prelude).to_bytes(4, "big") + body
+    return message + zlib.crc32(message).to_bytes(4, "big")
+
+
 def check_stream(chunks: Iterable[bytes], limit: int = LIMIT, budget: float = BUDGET) -> bool:
     """Run one SSE stream through the decoder and the parsers; assert the invariant.
     Whether the decoder refused an event as too large."""

@@ -20,7 +20,7 @@ from toolweave.providers._sse import SSEEvent
 from toolweave.providers.bedrock import BedrockStreamParser
 from toolweave.providers.openai_responses import ResponsesStreamParser, parse_response
 
-from .sse_invariant import LIMIT, MAX_INPUT, check_event_stream, frame
+from .sse_invariant import LIMIT, MAX_INPUT, check_event_stream, frame, raw_frame
 
 _TRANSPORT = HttpTransport(provider="fuzz", headers={}, secrets=())
 
@@ -85,6 +85,20 @@ def _event_streams(draw: st.DrawFn) -> list[bytes]:
 @given(_event_streams())
 def test_generated_event_streams_keep_the_typed_error_invariant(chunks: list[bytes]) -> None:
     check_event_stream(chunks)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(0, 3 * LIMIT),
+    st.integers(0, 2**32 - 1) | st.integers(0, 64),
+    st.binary(max_size=256),
+    st.integers(1, 64),
+)
+def test_frames_declaring_any_lengths_keep_the_invariant(
+    total: int, headers_length: int, body: bytes, step: int
+) -> None:
+    data = raw_frame(total, headers_length, body) + frame({":event-type": "messageStop"}, b"{}")
+    check_event_stream([data[i : i + step] for i in range(0, len(data), step)])
 
 
 def test_a_frame_declared_over_the_limit_is_refused_from_its_prelude() -> None:
