@@ -21,6 +21,7 @@ from ..chat.response import ChatResponse
 from ..chat.telemetry import end_model_span, start_direct_span, traced_astream, traced_stream
 from ..errors import (
     MissingApiKeyError,
+    ProviderError,
     SchemaError,
     ToolArgumentsError,
     ToolweaveError,
@@ -33,9 +34,10 @@ from ._http import (
     DEFAULT_MAX_RETRIES,
     HttpTransport,
     JsonTooDeepError,
+    _backoff,
     decode_json,
 )
-from ._sse import SSEEvent
+from ._sse import EventDecoder, SSEEvent
 from .constrained import TOOL_CALLING_MODES, ConstrainedChatModel, ConstrainedToolCalling
 
 __all__ = [
@@ -461,9 +463,21 @@ class HttpChatModel(BaseChatModel):
     def _stream(
         self, url: str, body: dict[str, Any], parser: StreamParser
     ) -> Iterator[StreamEvent]:
-        for batch in self._http.stream_events(url, body, self._request_headers()):
-            yield from feed_batch(parser, batch, self._http.protocol_error)
-        yield from finish_stream(parser, self._http.protocol_error)
+        attempt = 0
+        while True:
+            try:
+                for batch in self._http.stream_events(
+                    url, body, self._request_headers(), self._stream_decoder
+                ):
+                    yield from feed_batch(parser, batch, self._http.protocol_error)
+                yield from finish_stream(parser, self._http.protocol_error)
+                return
+            except ProviderError as e:
+                if not self._retry_stream(e, attempt):
+                    raise
+            self._http.sleep(_backoff(attempt))
+            attempt += 1
+            parser = self._fresh_parser(parser)
 
     def astream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """Send `request` with streaming; yield events as they arrive (async)."""
@@ -481,15 +495,41 @@ class HttpChatModel(BaseChatModel):
     async def _astream(
         self, url: str, body: dict[str, Any], parser: StreamParser
     ) -> AsyncIterator[StreamEvent]:
-        events = self._http.astream_events(url, body, await self._arequest_headers())
-        try:
-            async for batch in events:
-                for event in feed_batch(parser, batch, self._http.protocol_error):
+        attempt = 0
+        while True:
+            try:
+                events = self._http.astream_events(
+                    url, body, await self._arequest_headers(), self._stream_decoder
+                )
+                try:
+                    async for batch in events:
+                        for event in feed_batch(parser, batch, self._http.protocol_error):
+                            yield event
+                finally:
+                    await events.aclose()  # type: ignore[attr-defined]
+                for event in finish_stream(parser, self._http.protocol_error):
                     yield event
-        finally:
-            await events.aclose()  # type: ignore[attr-defined]
-        for event in finish_stream(parser, self._http.protocol_error):
-            yield event
+                return
+            except ProviderError as e:
+                if not self._retry_stream(e, attempt):
+                    raise
+            await self._http.asleep(_backoff(attempt))
+            attempt += 1
+            parser = self._fresh_parser(parser)
+
+    # streaming hooks ------------------------------------------------------------------------
+    _stream_decoder: Callable[[], EventDecoder] | None = None
+    """Makes the decoder of a streamed answer (None: Server-Sent Events)."""
+
+    def _retry_stream(self, error: ProviderError, attempt: int) -> bool:
+        """Whether a stream that failed with `error`, the `attempt`-th time, is sent again
+        (default: never; HTTP failures before the stream are retried by the transport, and
+        nothing is retried after output, as the SDKs do)."""
+        return False
+
+    def _fresh_parser(self, parser: StreamParser) -> StreamParser:
+        """A parser like `parser`, for a stream sent again."""
+        return parser
 
 
 def openai_headers(

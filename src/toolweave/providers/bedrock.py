@@ -14,7 +14,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -35,14 +35,13 @@ from ..errors import MissingApiKeyError, ProviderError, RateLimitError
 from ..execution.content import EmbeddedResource, FileContent, ImageContent, TextContent
 from ..execution.requests import ToolExecutionRequest
 from ._answer import ANSWER_DESCRIPTION, Answer, answer_schema, answer_text
-from ._base import HttpChatModel, StreamParser, arguments_object, feed_batch, finish_stream
+from ._base import HttpChatModel, StreamParser, arguments_object
 from ._eventstream import EXCEPTION_PREFIX, AwsEventStreamDecoder
 from ._http import (
     _PROVIDER_SECRETS_IN_LOGS,
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_MAX_RETRIES,
     HttpTransport,
-    _backoff,
     decode_json,
 )
 from ._sse import SSEEvent
@@ -708,59 +707,15 @@ class BedrockChatModel(HttpChatModel):
         )
 
     # streaming: an AWS event stream, retried while nothing was streamed ---------------------
-    def _decoder(self) -> AwsEventStreamDecoder:
+    def _stream_decoder(self) -> AwsEventStreamDecoder:  # type: ignore[override]
         return AwsEventStreamDecoder(self._http.protocol_error, self._http.max_response_bytes)
 
-    def _stream(
-        self, url: str, body: dict[str, Any], parser: StreamParser
-    ) -> Iterator[StreamEvent]:
-        attempt = 0
-        while True:
-            try:
-                for batch in self._http.stream_events(
-                    url, body, self._request_headers(), self._decoder
-                ):
-                    yield from feed_batch(parser, batch, self._http.protocol_error)
-                yield from finish_stream(parser, self._http.protocol_error)
-                return
-            except ProviderError as e:
-                if not self._retry_stream(e, attempt):
-                    raise
-            self._http.sleep(_backoff(attempt))
-            attempt += 1
-            parser = self._parser_like(parser)
-
-    async def _astream(
-        self, url: str, body: dict[str, Any], parser: StreamParser
-    ) -> AsyncIterator[StreamEvent]:
-        attempt = 0
-        while True:
-            try:
-                events = self._http.astream_events(
-                    url, body, await self._arequest_headers(), self._decoder
-                )
-                try:
-                    async for batch in events:
-                        for event in feed_batch(parser, batch, self._http.protocol_error):
-                            yield event
-                finally:
-                    await events.aclose()  # type: ignore[attr-defined]
-                for event in finish_stream(parser, self._http.protocol_error):
-                    yield event
-                return
-            except ProviderError as e:
-                if not self._retry_stream(e, attempt):
-                    raise
-            await self._http.asleep(_backoff(attempt))
-            attempt += 1
-            parser = self._parser_like(parser)
-
     def _retry_stream(self, error: ProviderError, attempt: int) -> bool:
-        """Whether a stream that failed with `error` is tried again: a throttling or
-        unavailable exception frame before anything was streamed, retries left."""
+        """A throttling or unavailable exception frame before anything was streamed is tried
+        again, while retries are left."""
         return bool(getattr(error, "retry_stream", False)) and attempt < self._http.max_retries
 
-    def _parser_like(self, parser: StreamParser) -> StreamParser:
+    def _fresh_parser(self, parser: StreamParser) -> StreamParser:
         answer = parser._answer if isinstance(parser, BedrockStreamParser) else None
         return BedrockStreamParser(self._http, answer)
 
