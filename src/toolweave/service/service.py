@@ -976,7 +976,7 @@ class ToolService:
                 entry = self._entry(event.request.name)
                 if barrier_seen or (entry is not None and entry.barrier):
                     barrier_seen = True  # calls after a barrier wait for the whole response
-                elif await self._gate(event.request, run) is None:
+                elif not _may_wait(entry) or await self._gate(event.request, run) is None:
                     turn.started[event.request.id] = asyncio.create_task(
                         self._execute_one(event.request, run, queue)
                     )
@@ -1121,6 +1121,8 @@ class ToolService:
         """The calls of a round that wait (in request order)."""
         out: list[PendingCall] = []
         for call in calls:
+            if not _may_wait(self._entry(call.name)):
+                continue  # the common case: no coroutine, nothing recorded
             gate = await self._gate(call, run)
             if gate is not None:
                 out.append(gate)
@@ -1496,6 +1498,11 @@ def _add_bulk(
         return False
     entries.update(new)
     return True
+
+
+def _may_wait(entry: _Entry | None) -> bool:
+    """Whether a call of `entry`'s tool may have to wait (deferred, or approval asked)."""
+    return entry is not None and (entry.deferred or entry.card.requires_approval is not False)
 
 
 def _shared_instance(entry: _Entry) -> Any:
