@@ -358,6 +358,20 @@ async def _approval_refused(
     return f"The user did not approve this call of {tool.card.name!r}; it was not run."
 
 
+def _role_and_block(message: Any) -> tuple[Any, Any, Any]:
+    """(role, content, content block) of a message given as text (a user message) or as a
+    `{"role", "content"}` mapping; the block is None when the content is not a part."""
+    role, content = (
+        ("user", message) if isinstance(message, str) else (message["role"], message["content"])
+    )
+    block = (
+        mcp_types.TextContent(type="text", text=content)
+        if isinstance(content, str)
+        else _block(content)
+    )
+    return role, content, block
+
+
 def _sampling_messages(messages: Any) -> list[mcp_types.SamplingMessage]:
     items = [messages] if isinstance(messages, (str, Mapping)) else list(messages)
     out: list[mcp_types.SamplingMessage] = []
@@ -365,12 +379,7 @@ def _sampling_messages(messages: Any) -> list[mcp_types.SamplingMessage]:
         if isinstance(m, mcp_types.SamplingMessage):
             out.append(m)
             continue
-        role, content = ("user", m) if isinstance(m, str) else (m["role"], m["content"])
-        block = (
-            mcp_types.TextContent(type="text", text=content)
-            if isinstance(content, str)
-            else _block(content)
-        )
+        role, _, block = _role_and_block(m)
         out.append(mcp_types.SamplingMessage(role=role, content=block))
     return out
 
@@ -406,12 +415,7 @@ def _prompt_messages(value: Any) -> list[mcp_types.PromptMessage]:
         if isinstance(m, mcp_types.PromptMessage):
             out.append(m)
             continue
-        role, content = ("user", m) if isinstance(m, str) else (m["role"], m["content"])
-        block = (
-            mcp_types.TextContent(type="text", text=content)
-            if isinstance(content, str)
-            else _block(content)
-        )
+        role, content, block = _role_and_block(m)
         if block is None:
             raise ToolCardError(f"a prompt message's content {content!r} is not a content part")
         out.append(mcp_types.PromptMessage(role=role, content=block))
