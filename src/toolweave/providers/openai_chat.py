@@ -113,13 +113,15 @@ _NO_CALL = object()  # compares unequal to every fragment index
 
 
 class _Call:
-    __slots__ = ("completed", "id", "name", "parts")
+    __slots__ = ("completed", "id", "name", "parts", "request")
 
     def __init__(self) -> None:
         self.id: str | None = None
         self.name: str | None = None
         self.parts: list[str] = []
         self.completed = False
+        # set on completion: a completed call never changes, so it is built (joined) once
+        self.request: ToolExecutionRequest | None = None
 
 
 class OpenAIStreamAggregator:
@@ -391,6 +393,8 @@ class OpenAIStreamAggregator:
 
     def _request(self, index: int) -> ToolExecutionRequest:
         call = self._calls[index]
+        if call.request is not None:
+            return call.request
         if not call.id:
             call.id = f"call_{uuid.uuid4().hex[:24]}"
         args = "".join(call.parts)
@@ -399,8 +403,11 @@ class OpenAIStreamAggregator:
         )
 
     def _complete(self, index: int, events: list[StreamEvent]) -> None:
-        self._calls[index].completed = True
-        events.append(CompleteToolCall(index, self._request(index)))
+        call = self._calls[index]
+        call.request = self._request(index)
+        call.completed = True
+        call.parts = []  # the joined arguments live in the request now
+        events.append(CompleteToolCall(index, call.request))
 
     def _complete_all(self, events: list[StreamEvent]) -> None:
         self._last_raw = _NO_CALL
