@@ -94,6 +94,30 @@ def test_malformed_stream_events_are_a_typed_provider_error() -> None:
         assert "unexpected shape" in info.value.message
 
 
+def test_fragments_before_a_bad_event_stay_in_their_call() -> None:
+    """The fast path buffers a read's fragments; an event that fails mid-read (not JSON)
+    must not lose the fragments that came before it."""
+    import json
+
+    import pytest
+
+    from toolweave import ProviderError
+    from toolweave.providers._http import HttpTransport
+    from toolweave.providers._sse import SSEEvent
+
+    transport = HttpTransport(provider="openai", headers={}, secrets=())
+    calls = [c for c in CHUNKS if c["choices"] and c["choices"][0]["delta"].get("tool_calls")]
+    first_call = [c for c in calls if c["choices"][0]["delta"]["tool_calls"][0]["index"] == 0]
+    expected = "".join(
+        c["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"] for c in first_call
+    )
+    events = [SSEEvent(json.dumps(c)) for c in first_call] + [SSEEvent("{not json")]
+    aggregator = OpenAIStreamAggregator(transport)
+    with pytest.raises(ProviderError):
+        aggregator.feed_batch(events)
+    assert [(r.id, r.arguments) for r in aggregator.requests] == [("call_0", expected)]
+
+
 @st.composite
 def _decorated_streams(
     draw: st.DrawFn,

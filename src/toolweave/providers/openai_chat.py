@@ -146,6 +146,7 @@ class OpenAIStreamAggregator:
         "_current_parts",
         "_ignored",
         "_last_raw",
+        "_pending",
         "_raw_map",
         "_transport",
         "created",
@@ -175,6 +176,9 @@ class OpenAIStreamAggregator:
         # Raw index of the call in progress while the fast path may extend it.
         self._last_raw: object = _NO_CALL
         self._current_parts: list[str] = []
+        # The fast path's fragments for that call, not yet in its parts: moved there as one
+        # piece (and one PartialToolCall) before any other event and at the end of a batch.
+        self._pending: list[str] = []
         self.finish_reason: str | None = None
         self.usage: Any = None
         self.id: str | None = None
@@ -242,53 +246,53 @@ class OpenAIStreamAggregator:
         """`feed_batch` for already decoded chunks."""
         out: list[StreamEvent] = []
         last = self._last_raw
-        parts = self._current_parts
-        # parts[mark:] are the fragments not yet emitted: released as one PartialToolCall
-        # before any other event and at the end of the batch.
-        mark = len(parts)
-        for chunk in chunks:
-            # Fast path, inlined because it runs for nearly every chunk: one more argument
-            # fragment for the call in progress (whose name is known). One choice (index
-            # 0, no finish_reason) whose delta holds only `tool_calls`: one fragment with
-            # only `index` (the current call's) and `function.arguments`. Chunk-level
-            # fields are skipped here: ids and model come with a call's first chunk, and
-            # usage that some servers repeat on every chunk is cumulative, so the last one
-            # (general path) wins. Subscripts, not .get: a missing key just means the
-            # general path.
-            try:
-                choices = chunk["choices"]
-                if len(choices) == 1:
-                    choice = choices[0]
+        pending = self._pending
+        append = pending.append
+        try:
+            for chunk in chunks:
+                # Fast path, inlined because it runs for nearly every chunk: one more
+                # argument fragment for the call in progress (whose name is known). One
+                # choice (index 0, no finish_reason) whose delta holds only `tool_calls`:
+                # one fragment with the current call's `index`, `function.arguments` and no
+                # `id` (a `type` or a name is ignored by the general path too: the call's
+                # name is already set). Chunk-level fields are skipped here: ids and model
+                # come with a call's first chunk, and usage that some servers repeat on
+                # every chunk is cumulative, so the last one (general path) wins.
+                # Subscripts and unpacking, not .get and len: a missing key or another
+                # count just means the general path.
+                try:
+                    (choice,) = chunk["choices"]
                     delta = choice["delta"]
-                    calls = delta.get("tool_calls") if len(delta) == 1 else None
                     if (
-                        calls is not None
-                        and len(calls) == 1
+                        len(delta) == 1
                         and choice["finish_reason"] is None
                         and choice["index"] == 0
+                        and (calls := delta.get("tool_calls")) is not None
                     ):
-                        fragment = calls[0]
-                        if len(fragment) == 2 and fragment["index"] == last:
-                            # a name here is ignored: the call's name is already set
+                        (fragment,) = calls
+                        if fragment["index"] == last and "id" not in fragment:
                             args = fragment["function"]["arguments"]
                             if args and args.__class__ is str:
-                                parts.append(args)
+                                append(args)
                                 continue
-            except (LookupError, TypeError, AttributeError):
-                pass  # not this shape: the general path (which reports malformed chunks)
-            if len(parts) > mark:
-                self._release(parts, mark, out)
-            self._feed_general(chunk, out)
-            last = self._last_raw
-            parts = self._current_parts
-            mark = len(parts)
-        if len(parts) > mark:
-            self._release(parts, mark, out)
+                except (LookupError, TypeError, AttributeError, ValueError):
+                    pass  # not this shape: the general path (which reports malformed chunks)
+                if pending:
+                    self._flush(out)
+                self._feed_general(chunk, out)
+                last = self._last_raw
+        finally:
+            # also when a chunk is bad: the fragments before it stay in their call
+            if pending:
+                self._flush(out)
         return out
 
-    def _release(self, parts: list[str], mark: int, out: list[StreamEvent]) -> None:
+    def _flush(self, out: list[StreamEvent]) -> None:
+        pending = self._pending
+        text = "".join(pending)
+        pending.clear()
+        self._current_parts.append(text)
         if self.emit_partials:
-            text = parts[mark] if len(parts) == mark + 1 else "".join(parts[mark:])
             out.append(PartialToolCall(self._current, None, None, text))  # type: ignore[arg-type]
 
     def _feed_general(self, chunk: Mapping[str, Any], events: list[StreamEvent]) -> None:
