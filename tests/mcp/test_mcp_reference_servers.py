@@ -81,11 +81,17 @@ ARGUMENTS: dict[str, dict[str, Any]] = {
     "trigger-long-running-operation": {"duration": 1, "steps": 2},
     "trigger-url-elicitation": {"url": "https://example.com/consent"},
     "trigger-sampling-request": {"prompt": "say hi", "maxTokens": 20},
+    "simulate-research-query": {"topic": "python", "ambiguous": True},
 }
 
 
 async def ask_user(request: ElicitationRequest) -> ElicitationResult:
-    return ElicitationResult("accept", {} if request.mode == "form" else None)
+    if request.mode != "form":
+        return ElicitationResult("accept", None)
+    fields = (request.schema or {}).get("properties") or {}
+    # simulate-research-query asks which meaning of its topic is meant (a oneOf of consts)
+    picks = {k: v["oneOf"][1]["const"] for k, v in fields.items() if "oneOf" in v}
+    return ElicitationResult("accept", picks)
 
 
 def results_by_tool(model: ScriptedChatModel) -> dict[str, ToolExecutionResultMessage]:
@@ -116,10 +122,10 @@ async def test_server_everything_every_tool(everything: McpServerConfig, tmp_pat
         tools = await client.list_tools()
         names = {t.name for t in tools}
         # The tools that need our capabilities are offered because we declared them; the one
-        # that requires a task-augmented call is left out.
+        # that requires a task-augmented call is called as a task.
         assert {"trigger-sampling-request", "trigger-elicitation-request"} <= names
         assert {"get-roots-list", "echo", "get-tiny-image"} <= names
-        assert "simulate-research-query" not in names
+        assert "simulate-research-query" in names
         got = await call_all(tools)
     assert set(got) == names
     failed = {n: r.text for n, r in got.items() if r.is_error}
@@ -133,6 +139,8 @@ async def test_server_everything_every_tool(everything: McpServerConfig, tmp_pat
     assert sampler.requests[0].messages[-1].text.endswith("say hi")  # type: ignore[union-attr]
     assert "accept" in got["trigger-elicitation-request"].text
     assert tmp_path.as_uri() in got["get-roots-list"].text
+    # a task: created, polled, input_required → the elicitation hook answered → completed
+    assert "# Research Report: python (snake)" in got["simulate-research-query"].text
     links = [p for p in got["get-resource-links"].contents or () if p.type == "resource_link"]
     assert len(links) == 2
 

@@ -43,6 +43,7 @@ from ..errors import ErrorCode, McpError, ToolTimeoutError
 from ._errlog import errlog_file
 from ._loop import LoopThread
 from ._session import ProgressCallback
+from ._tasks import TaskCalls
 from .config import McpServerConfig
 from .hooks import ElicitationHook, LogHook, McpClientHooks, RootsHook, SamplingHook
 from .tool import McpTool, McpToolCard
@@ -123,6 +124,8 @@ class _WatchedReadStream:
     def _seen(self, item: Any) -> Any:
         if isinstance(item, Exception):
             self._conn.bad_message(item)
+        elif self._conn.tasks.watching:
+            self._conn.tasks.seen(item.message)
         return item
 
     async def receive(self) -> Any:
@@ -163,11 +166,13 @@ class _Connection:
         errlog: TextIO,
         hooks: McpClientHooks,
         auth: httpx2.Auth | None = None,
+        tasks: TaskCalls | None = None,
     ) -> None:
         self.config = config
         self.errlog = errlog
         self.hooks = hooks
         self.auth = auth
+        self.tasks = tasks if tasks is not None else TaskCalls(config)
         self.refused: tuple[int, str] | None = None
         """The last 401/403 the server answered: (status, WWW-Authenticate)."""
         self.client: Client | None = None
@@ -374,6 +379,7 @@ class _Core:
         self.errlog = errlog if errlog is not None else sys.stderr
         self.hooks = hooks or McpClientHooks()
         self.auth = auth
+        self.tasks = TaskCalls(config)
         self._thread: LoopThread | None = None
         self._conn: _Connection | None = None
         self._lock: asyncio.Lock | None = None
@@ -434,7 +440,9 @@ class _Core:
         return cfg.model_copy(update={"auth_headers": headers, "auth_query_params": query})
 
     async def _open(self) -> _Connection:
-        conn = _Connection(await self._authorized_config(), self.errlog, self.hooks, self.auth)
+        conn = _Connection(
+            await self._authorized_config(), self.errlog, self.hooks, self.auth, self.tasks
+        )
         conn.task = asyncio.get_running_loop().create_task(conn.own())
         try:
             # `own` bounds the connect with connect_timeout; the extra wait_for only guards
@@ -534,6 +542,7 @@ class _Core:
                     tools.extend(page.tools)
                     cursor = page.next_cursor
                     if not cursor:
+                        self.tasks.record(tools, client)
                         return tools
                     if cursor in seen:
                         raise self._paging_error(f"repeated the cursor {cursor[:80]!r}")
@@ -570,6 +579,8 @@ class _Core:
             conn = await self._do_connection()
             assert conn.client is not None
             try:
+                if self.tasks.wanted(name, conn.client):
+                    return await self.tasks.call(conn.client, name, arguments, timeout, progress)
                 return await conn.client.call_tool(
                     name, arguments, read_timeout_seconds=timeout, progress_callback=progress
                 )
@@ -743,7 +754,8 @@ def _is_session_lost(e: MCPError) -> bool:
 def _make_tools(core: _Core, tools: list[mcp_types.Tool]) -> list[McpTool]:
     """One tool per remote name (a name listed again is dropped with a warning: calls could
     not tell the two apart); model-facing names are made unique in listing order. Tools
-    that require a task-augmented call are left out (with a warning)."""
+    that require a task-augmented call the client will not make are left out (with a
+    warning)."""
     remote: set[str] = set()
     taken: set[str] = set()
     out: list[McpTool] = []
@@ -756,14 +768,9 @@ def _make_tools(core: _Core, tools: list[mcp_types.Tool]) -> list[McpTool]:
             )
             continue
         remote.add(t.name)
-        if t.execution is not None and t.execution.task_support == "required":
-            # Task-augmented calls are not supported yet: every call would fail.
-            log.warning(
-                "%s: tool %r requires a task-augmented call, which toolweave does not make "
-                "yet; it is left out",
-                core.config.describe(),
-                t.name,
-            )
+        reason = core.tasks.unusable(t)
+        if reason is not None:  # every call would fail
+            log.warning("%s: tool %r %s; it is left out", core.config.describe(), t.name, reason)
             continue
         card = McpToolCard.from_mcp(t, core.config, taken=taken)
         taken.add(card.name)

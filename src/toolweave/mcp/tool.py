@@ -91,6 +91,8 @@ class McpToolCard(ToolCard):
             metadata["title"] = tool.title
         if tool.output_schema is not None:
             metadata["output_schema"] = tool.output_schema
+        if tool.execution is not None and tool.execution.task_support is not None:
+            metadata["task_support"] = tool.execution.task_support
         schema = dict(tool.input_schema or {})
         schema.setdefault("type", "object")
         gated = config.requires_approval
