@@ -143,3 +143,15 @@ def test_check_message_never_raises(text: str) -> None:
     problem = check_message(text)
     if problem is not None:
         assert problem.code in (-32600, -32700)
+
+
+def test_a_lone_surrogate_in_the_arguments_is_answered_as_u_fffd(wire: Wire) -> None:
+    # json.loads accepts "\ud800" but the SDK's parser refuses it and answered nothing: the
+    # client waited forever. A valid pair (an escaped emoji) stays as it is.
+    line = (
+        '{"jsonrpc":"2.0","id":11,"method":"tools/call",'
+        '"params":{"name":"shout","arguments":{"text":"a\\ud800b \\ud83d\\ude00"}}}'
+    )
+    called = wire.ask(line)
+    assert called["id"] == 11, called
+    assert called["result"]["content"][0]["text"] == "A\ufffdB \U0001f600"

@@ -5,7 +5,8 @@ not a string or an integer as a notification: a client waiting for the answer to
 request with a string as `params`, an object as id or nesting deeper than the SDK's parser
 follows would wait forever. `checked_stdio_server` answers each such line itself, with the
 JSON-RPC error the specification names (-32700 parse error, -32600 invalid request), and
-hands only well-formed lines on to the SDK.
+hands only well-formed lines on to the SDK. A lone surrogate escape (`"\\ud800"`), which
+the SDK's parser refuses without an answer, reaches it as U+FFFD.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import anyio
 import mcp_types
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
+
+from .._utils.unicode import has_surrogate_escape, scrub_surrogates
 
 __all__ = ["check_message", "checked_stdio_server"]
 
@@ -117,6 +120,14 @@ def check_message(line: str) -> Problem | None:
     return None
 
 
+def _without_surrogates(line: str) -> str:
+    """`line` with lone surrogates in its strings replaced by U+FFFD (re-encoded only when
+    it escapes one; `check_message` has accepted it, so it parses)."""
+    if not has_surrogate_escape(line):
+        return line
+    return json.dumps(scrub_surrogates(json.loads(line)), ensure_ascii=False)
+
+
 def _reply(problem: Problem) -> SessionMessage:
     error = mcp_types.ErrorData(code=problem.code, message=problem.message)
     return SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=problem.id, error=error))
@@ -146,7 +157,7 @@ class _CheckedLines:
                 continue
             problem = check_message(line)
             if problem is None:
-                return str(line)
+                return _without_surrogates(str(line))
             await self._ready.wait()
             await self._write.send(_reply(problem))
 

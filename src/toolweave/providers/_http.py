@@ -46,6 +46,7 @@ from urllib.parse import quote, quote_plus
 
 import httpx2
 
+from .._utils.unicode import SURROGATE, has_surrogate_escape, scrub_surrogates
 from ..errors import AuthenticationError, ErrorCode, ProviderError, RateLimitError
 from ._sse import EventDecoder, SSEDecoder, SSEEvent, SSEEventTooLarge
 
@@ -91,9 +92,6 @@ _SECRET_PATTERNS = (
 
 _RETRYABLE_EXCEPTIONS = (httpx2.TransportError,)
 
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
 
 class JsonTooDeepError(ValueError):
     """JSON nested deeper than the decoder can follow."""
@@ -110,36 +108,8 @@ def decode_json(text: str | bytes) -> Any:
         value = json.loads(text)
     except RecursionError:
         raise JsonTooDeepError("JSON nested too deeply") from None
-    if "\\u" in text and _SURROGATE_ESCAPE.search(text):
-        value = _scrub_surrogates(value)
-    return value
-
-
-def _scrub_surrogates(value: Any) -> Any:
-    """`value` with lone surrogates in its strings (keys too) replaced by U+FFFD; iterative,
-    since a value may be nested nearly as deep as the decoder allows."""
-    if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
-    stack: list[Any] = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            for key in list(node):
-                item = node[key]
-                if isinstance(item, str):
-                    item = _SURROGATE.sub("\ufffd", item)
-                elif isinstance(item, dict | list):
-                    stack.append(item)
-                if isinstance(key, str) and _SURROGATE.search(key):
-                    del node[key]
-                    key = _SURROGATE.sub("\ufffd", key)
-                node[key] = item
-        elif isinstance(node, list):
-            for i, item in enumerate(node):
-                if isinstance(item, str):
-                    node[i] = _SURROGATE.sub("\ufffd", item)
-                elif isinstance(item, dict | list):
-                    stack.append(item)
+    if has_surrogate_escape(text):
+        value = scrub_surrogates(value)
     return value
 
 
@@ -151,7 +121,7 @@ def encode_json(body: Any) -> bytes:
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", text).encode("utf-8")
+        return SURROGATE.sub("\ufffd", text).encode("utf-8")
 
 
 @functools.lru_cache(maxsize=256)
