@@ -35,12 +35,14 @@ from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
 from ..callbacks.events import ToolCallEvents as E
 from ..callbacks.framework import CallbackFramework, callback_framework
 from ..errors import ErrorCode, McpError, ToolTimeoutError
 from ._errlog import errlog_file
+from ._listing import McpToolList, McpToolSource
 from ._loop import LoopThread
 from ._session import ProgressCallback
 from ._tasks import TaskCalls
@@ -314,7 +316,11 @@ class _Connection:
                     scope.deadline = math.inf
                     if not self.ready.done():
                         self.ready.set_result(None)
-                    await self.stop.wait()
+                    async with anyio.create_task_group() as listeners:
+                        if _announces_tool_changes(client):
+                            listeners.start_soon(self._listen_for_tool_changes, client)
+                        await self.stop.wait()
+                        listeners.cancel_scope.cancel()
             if not self.ready.done():
                 if self.problem is not None:
                     msg = self.problem
@@ -339,15 +345,22 @@ class _Connection:
             self.client = None
             self.done.set()
 
+    async def _listen_for_tool_changes(self, client: Client) -> None:
+        """On a 2026-07-28 connection a server announces changes only on a
+        ``subscriptions/listen`` stream the client opens; its events also reach
+        `_on_message`, which handles them, so here they are only drained."""
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _ in subscription:
+                    pass
+        except Exception as e:  # the tools still work; only their changes go unseen
+            log.info("%s: no tools/list_changed events: %s", self.config.describe(), e)
+
     async def _on_message(self, message: Any) -> None:
         note = getattr(message, "root", message)
         if isinstance(note, mcp_types.ToolListChangedNotification):
             log.info("%s: the server's tool list changed", self.config.describe())
-            hook = self.hooks.on_tools_changed
-            if hook is not None:
-                out = hook()
-                if asyncio.iscoroutine(out):
-                    await out
+            await self.hooks.tools_changed()
 
     async def close(self) -> None:
         self.alive = False
@@ -743,6 +756,14 @@ class _Core:
             thread.stop()
 
 
+def _announces_tool_changes(client: Client) -> bool:
+    """A 2026-07-28 server that says its tool list may change (it has listen streams)."""
+    if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        return False  # older servers send notifications/tools/list_changed unasked
+    tools = client.server_capabilities.tools
+    return tools is not None and bool(tools.list_changed)
+
+
 def _is_transport_failure(e: MCPError) -> bool:
     return e.code == mcp_types.CONNECTION_CLOSED or _is_session_lost(e)
 
@@ -751,7 +772,7 @@ def _is_session_lost(e: MCPError) -> bool:
     return e.code == mcp_types.INVALID_REQUEST and "session terminated" in e.message.lower()
 
 
-def _make_tools(core: _Core, tools: list[mcp_types.Tool]) -> list[McpTool]:
+def _make_tools(core: _Core, tools: list[mcp_types.Tool]) -> McpToolList:
     """One tool per remote name (a name listed again is dropped with a warning: calls could
     not tell the two apart); model-facing names are made unique in listing order. Tools
     that require a task-augmented call the client will not make are left out (with a
@@ -775,7 +796,7 @@ def _make_tools(core: _Core, tools: list[mcp_types.Tool]) -> list[McpTool]:
         card = McpToolCard.from_mcp(t, core.config, taken=taken)
         taken.add(card.name)
         out.append(McpTool(card, core))
-    return out
+    return McpToolList(out, McpToolSource(core, _make_tools))
 
 
 class McpClient:

@@ -13,7 +13,8 @@ Each is opt-in (a server sees a capability only when its hook is given):
   `McpClient.roots_changed()` after it changes;
 - ``on_log``: server log messages (``notifications/message``); without it they go to the
   ``toolweave.mcp.server_log`` logger;
-- ``on_tools_changed``: called on ``notifications/tools/list_changed``.
+- ``on_tools_changed``: called on ``notifications/tools/list_changed`` (a `ToolService`
+  holding the client's listing also re-lists the tools before its next request).
 
 A client with a sampling, elicitation or roots hook connects with the initialize handshake
 (protocol 2025-11-25): on a 2026-07-28 connection a server has no way to send requests of
@@ -25,7 +26,9 @@ from __future__ import annotations
 import collections
 import inspect
 import logging
+import threading
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,6 +112,30 @@ class McpClientHooks:
 
     def __post_init__(self) -> None:
         self._sampled: collections.deque[float] = collections.deque()
+        self._watchers: tuple[Callable[[], Callable[[], None] | None], ...] = ()
+        self._watch_lock = threading.Lock()
+
+    def watch_tools(self, on_change: Callable[[], None]) -> None:
+        """Call `on_change` on ``tools/list_changed`` too (a bound method is held weakly)."""
+        ref: Callable[[], Callable[[], None] | None] = (
+            weakref.WeakMethod(on_change) if inspect.ismethod(on_change) else lambda: on_change
+        )
+        with self._watch_lock:  # the notification side only reads the tuple
+            self._watchers = (*(w for w in self._watchers if w() is not None), ref)
+
+    async def tools_changed(self) -> None:
+        """The server said its tool list changed: tell the watchers, then the user's hook."""
+        for ref in self._watchers:
+            watcher = ref()
+            if watcher is not None:
+                try:
+                    watcher()
+                except Exception:  # one watcher's failure must not silence the others
+                    log.exception("a tools/list_changed watcher failed")
+        if self.on_tools_changed is not None:
+            out = self.on_tools_changed()
+            if inspect.isawaitable(out):
+                await out
 
     @property
     def answers_requests(self) -> bool:

@@ -81,6 +81,7 @@ from ..tools.card import ReturnBehavior, ToolCard, ToolInfo
 from ..tools.decorator import tool as make_tool
 from ..tools.decorator import tools_from
 from ..tools.local_function import LocalFunction
+from ..tools.source import ToolSource
 from .approvals import (
     ApprovalRequired,
     Approve,
@@ -200,6 +201,24 @@ class _Entry:
         return self.parallel_safe is False
 
 
+@dataclass(slots=True, eq=False, weakref_slot=True)
+class _Source:
+    """Tools registered from a `ToolSource`, kept in step with it: `changes` counts its
+    change notices (bumped from the source's thread), `applied` the notices listed since."""
+
+    source: ToolSource
+    cards: dict[str, ToolCard]
+    """The registered tools' own cards, by name."""
+    options: tuple[int | None, bool | None, Any]
+    excluded: set[str] = field(default_factory=set)
+    """Names removed with `ToolService.remove`: a refresh does not bring them back."""
+    changes: int = 0
+    applied: int = 0
+
+    def changed(self) -> None:
+        self.changes += 1
+
+
 @dataclass(slots=True)
 class _Run:
     messages: list[ChatMessage]
@@ -227,6 +246,9 @@ class _Run:
     """Per call id: why the call waits (None: it runs), decided once per call."""
     span: Any = None
     """The conversation's `invoke_agent` span (None when tracing is off)."""
+    entries: dict[str, _Entry | Tool] | None = None
+    """The tools of the current round: the service's as the round's request was built (a
+    refresh from a `ToolSource` replaces the service's dict, never this one)."""
 
     def result(
         self,
@@ -397,6 +419,9 @@ class ToolService:
         self._entries: dict[str, _Entry | Tool] = {}
         self._approved: dict[tuple[str, str], None] = {}  # (state id, call id), oldest first
         self._cards: tuple[ToolCard, ...] | None = None
+        self._sources: list[_Source] = []
+        self._version = 0
+        """Bumped when a refresh changes the tools (a running loop rebuilds its request)."""
 
     # registration ---------------------------------------------------------------------------
     @property
@@ -439,22 +464,41 @@ class ToolService:
         parallel_safe: bool | None = None,
         requires_approval: Any = None,
     ) -> None:
-        if max_concurrency is None and parallel_safe is None and requires_approval is None:
-            self._check_new(t.card.name)
-            self._entries[t.card.name] = t  # the executor is made on the first call
-            self._cards = None
-        else:
-            executor = DefaultToolExecutor(t, propagate_errors=True)
-            self._add(t.card, executor, max_concurrency, parallel_safe, requires_approval)
+        self._check_new(t.card.name)
+        self._entries[t.card.name] = self._made(
+            t, max_concurrency, parallel_safe, requires_approval
+        )
+        self._cards = None
 
-    def _entry(self, name: str) -> _Entry | None:
-        """The entry registered under `name` (made from a bare `Tool` on first use)."""
-        value = self._entries.get(name)
+    def _made(
+        self,
+        t: Tool,
+        max_concurrency: int | None = None,
+        parallel_safe: bool | None = None,
+        requires_approval: Any = None,
+    ) -> _Entry | Tool:
+        """What `_entries` holds for `t`: the tool itself without options (the executor is
+        made on the first call), else its entry."""
+        if max_concurrency is None and parallel_safe is None and requires_approval is None:
+            return t
+        card = t.card
+        if requires_approval is not None and requires_approval is not card.requires_approval:
+            card = card.model_copy(update={"requires_approval": requires_approval})
+        executor = self._wrap(DefaultToolExecutor(t, propagate_errors=True))
+        return _entry(card, executor, max_concurrency, parallel_safe)
+
+    def _entry(self, name: str, run: _Run | None = None) -> _Entry | None:
+        """The entry registered under `name` (made from a bare `Tool` on first use), among
+        the tools of `run`'s current round when given."""
+        entries = self._entries if run is None or run.entries is None else run.entries
+        value = entries.get(name)
         if value is None or type(value) is _Entry:
             return value
         assert isinstance(value, Tool)
         entry = _entry(value.card, self._wrap(DefaultToolExecutor(value, propagate_errors=True)))
-        self._entries[name] = entry
+        entries[name] = entry
+        if entries is not self._entries and self._entries.get(name) is value:
+            self._entries[name] = entry  # the tool is still registered: one entry for both
         return entry
 
     def tools(
@@ -479,7 +523,10 @@ class ToolService:
         entries = self._entries
         search = self.tool_search.card.name if self.tool_search is not None else None
         for obj in objects:
-            if isinstance(obj, (list, tuple)) and plain:
+            source = getattr(obj, "tool_source", None) if isinstance(obj, list) else None
+            if source is not None and isinstance(source, ToolSource):
+                self._add_source(obj, source, options)
+            elif isinstance(obj, (list, tuple)) and plain:
                 if not _add_bulk(entries, obj, search):
                     for item in obj:  # mixed items, or a duplicate to report
                         if isinstance(item, Tool):
@@ -520,6 +567,76 @@ class ToolService:
                 for t in found:
                     self._add_tool(t, *options)
         return self
+
+    def _add_source(
+        self, tools: list[Any], source: ToolSource, options: tuple[int | None, bool | None, Any]
+    ) -> None:
+        """Register a source's listing (all or nothing) and follow the source's changes."""
+        if not all(isinstance(t, Tool) for t in tools):
+            raise ToolCardError(f"the listing of {source!r} holds something that is not a Tool")
+        names = [t.card.name for t in tools]
+        for name in names:
+            self._check_new(name)
+        if len(set(names)) != len(names):
+            raise ToolCardError(f"the listing of {source!r} repeats a tool name")
+        state = _Source(source, {t.card.name: t.card for t in tools}, options)
+        for t in tools:
+            self._entries[t.card.name] = self._made(t, *options)
+        self._cards = None
+        self._sources.append(state)
+        source.watch(state.changed)
+
+    async def _refresh(self) -> None:
+        """List the sources that changed again and apply what changed to the tools: added
+        tools appear, removed ones go, changed ones are replaced. The service's dict is
+        replaced, never changed in place, so a round in progress keeps its tools."""
+        for state in self._sources:
+            seen = state.changes
+            if seen == state.applied:
+                continue
+            try:
+                tools = await state.source.alist()
+            except Exception as e:  # the old tools stay; calls to a dead server fail anyway
+                logger.warning("could not list the tools of %r again: %s", state.source, e)
+                state.applied = max(state.applied, seen)
+                continue
+            if seen < state.applied:
+                continue  # a concurrent refresh applied a newer listing
+            state.applied = seen
+            self._apply(state, tools)
+
+    def _apply(self, state: _Source, tools: Sequence[Tool]) -> None:
+        entries = dict(self._entries)
+        listed: set[str] = set()
+        changed = False
+        search = self.tool_search.card.name if self.tool_search is not None else None
+        for t in tools:
+            name = t.card.name
+            if name in state.excluded or name in listed:
+                continue
+            if name in state.cards:
+                listed.add(name)
+                if state.cards[name] == t.card:
+                    continue
+            elif name in entries or name == search:
+                logger.warning(
+                    "tool %r of %r is not registered: a tool with this name already is",
+                    name,
+                    state.source,
+                )
+                continue
+            listed.add(name)
+            entries[name] = self._made(t, *state.options)
+            state.cards[name] = t.card
+            changed = True
+        for name in [n for n in state.cards if n not in listed]:
+            del state.cards[name]
+            entries.pop(name, None)
+            changed = True
+        if changed:
+            self._entries = entries
+            self._cards = None
+            self._version += 1
 
     def tool(
         self,
@@ -566,9 +683,13 @@ class ToolService:
         return self
 
     def remove(self, name: str) -> None:
-        """Unregister the tool called `name`."""
+        """Unregister the tool called `name` (a refresh of its `ToolSource` does not bring
+        it back)."""
         del self._entries[name]
         self._cards = None
+        for state in self._sources:
+            if state.cards.pop(name, None) is not None:
+                state.excluded.add(name)
 
     @property
     def tool_cards(self) -> tuple[ToolCard, ...]:
@@ -782,6 +903,10 @@ class ToolService:
         self, model: ChatModel, run: _Run, *, streaming: bool, eager: bool
     ) -> AsyncGenerator[ServiceEvent, None]:
         rounds = run.rounds
+        if self._sources:
+            await self._refresh()
+        run.entries = self._entries
+        version = self._version
         parameters = self._parameters(run)
         pending: list[ToolExecutionRequest] = []
         turn = _Turn()
@@ -797,14 +922,18 @@ class ToolService:
                 if turn.finished:
                     return
             while True:
+                if self._sources:
+                    await self._refresh()  # a round's tools are the ones its request offered
+                    run.entries = self._entries
                 if rounds and self._forces_tools(run):
                     # a forced choice would make the model call tools forever
                     run.parameters = run.parameters.model_copy(
                         update={"tool_choice": ToolChoice.AUTO}
                     )
                     parameters = self._parameters(run)
-                elif self.tool_search is not None:
+                elif self.tool_search is not None or version != self._version:
                     parameters = self._parameters(run)
+                version = self._version
                 request = ChatRequest.model_construct(
                     messages=tuple(run.messages), parameters=parameters
                 )
@@ -894,7 +1023,9 @@ class ToolService:
                     if turn.finished:
                         return
                     continue
-                if self._returns_immediately(calls, [o.execution.has_failed for o in outcomes]):
+                if self._returns_immediately(
+                    calls, [o.execution.has_failed for o in outcomes], run
+                ):
                     yield ChatCompleted(run.result(response, immediate=True))
                     return
         except BaseException as e:
@@ -973,7 +1104,7 @@ class ToolService:
                 queue.put_nowait(_FromModel(event))
                 if not isinstance(event, CompleteToolCall):
                     continue
-                entry = self._entry(event.request.name)
+                entry = self._entry(event.request.name, run)
                 if barrier_seen or (entry is not None and entry.barrier):
                     barrier_seen = True  # calls after a barrier wait for the whole response
                 elif not _may_wait(entry) or await self._gate(event.request, run) is None:
@@ -1085,14 +1216,18 @@ class ToolService:
                     )
                 )
 
-    def _returns_immediately(self, calls: list[ToolExecutionRequest], errors: list[bool]) -> bool:
+    def _returns_immediately(
+        self, calls: list[ToolExecutionRequest], errors: list[bool], run: _Run | None = None
+    ) -> bool:
         """Whether the round of `calls` (with `errors`, one flag per finished call) ends the
         loop by the tools' `ReturnBehavior`."""
         if any(errors):
             return False
         behaviours = []
         for call in calls:
-            entry = self._entries.get(call.name)
+            entry = (run.entries if run and run.entries is not None else self._entries).get(
+                call.name
+            )
             behaviours.append(entry.card.return_behavior if entry else ReturnBehavior.TO_LLM)
         if not behaviours:
             return False
@@ -1121,7 +1256,7 @@ class ToolService:
         """The calls of a round that wait (in request order)."""
         out: list[PendingCall] = []
         for call in calls:
-            if not _may_wait(self._entry(call.name)):
+            if not _may_wait(self._entry(call.name, run)):
                 continue  # the common case: no coroutine, nothing recorded
             gate = await self._gate(call, run)
             if gate is not None:
@@ -1133,7 +1268,7 @@ class ToolService:
         once per call (an approval function is asked once)."""
         if call.id in run.gates:
             return run.gates[call.id]
-        entry = self._entry(call.name)
+        entry = self._entry(call.name, run)
         gate: PendingCall | None = None
         if entry is not None:
             reason: Any = None
@@ -1257,7 +1392,7 @@ class ToolService:
             if isinstance(m, ToolExecutionResultMessage)
         }
         calls = list(ai.tool_execution_requests)
-        if self._returns_immediately(calls, [errors.get(c.id, False) for c in calls]):
+        if self._returns_immediately(calls, [errors.get(c.id, False) for c in calls], run):
             turn.finished = True
             yield ChatCompleted(run.result(response, immediate=True))
 
@@ -1277,7 +1412,7 @@ class ToolService:
             segment: list[tuple[int, asyncio.Task[_Outcome]]] = []
             for i, call in enumerate(calls):
                 task = started.pop(call.id, None)
-                entry = self._entry(call.name)
+                entry = self._entry(call.name, run)
                 barrier = entry is not None and entry.barrier
                 if barrier:
                     for j, t in segment:
@@ -1332,7 +1467,7 @@ class ToolService:
     def _guards(self, call: ToolExecutionRequest, run: _Run) -> _Holding:
         """What a call must hold while it runs: its object's lock, its tool's limit and the
         service's limit (each only when there is one)."""
-        entry = self._entry(call.name)
+        entry = self._entry(call.name, run)
         guards: list[Limit | asyncio.Lock] = []
         if entry is not None:
             lock = self._instance_lock(entry, run)
@@ -1364,7 +1499,7 @@ class ToolService:
         search = self.tool_search
         if search is not None and call.name == search.card.name:
             return await self._run_search(call, run)
-        entry = self._entry(call.name)
+        entry = self._entry(call.name, run)
         if entry is None:
             return await self._hallucinated(call, run)
         try:
