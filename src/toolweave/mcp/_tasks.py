@@ -80,6 +80,7 @@ class TaskCalls:
     def __init__(self, config: McpServerConfig) -> None:
         self.config = config
         self._support: dict[str, str] = {}
+        self._listed = False
         self._server_accepts = False
         self._by_task: dict[str, _Watch] = {}
         self._by_token: dict[str, _Watch] = {}
@@ -93,6 +94,16 @@ class TaskCalls:
             if t.execution is not None and t.execution.task_support in ("required", "optional")
         }
         self._server_accepts = _server_accepts_tasks(client)
+        self._listed = True
+
+    def unlisted(self, client: Client) -> bool:
+        """Whether the tools must be listed before a call, to know which take tasks: the
+        server takes tasks and its tools were never listed (a call by name)."""
+        return (
+            not self._listed
+            and self.config.task_calls != "never"
+            and (_server_accepts_tasks(client))
+        )
 
     def unusable(self, tool: mcp_types.Tool) -> str | None:
         """Why a listed tool cannot be called at all (``None``: it can)."""

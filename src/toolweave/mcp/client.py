@@ -592,6 +592,8 @@ class _Core:
             conn = await self._do_connection()
             assert conn.client is not None
             try:
+                if self.tasks.unlisted(conn.client):  # learn which tools take tasks
+                    await self._list_pages()
                 if self.tasks.wanted(name, conn.client):
                     return await self.tasks.call(conn.client, name, arguments, timeout, progress)
                 return await conn.client.call_tool(

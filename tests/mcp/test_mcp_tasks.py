@@ -1,0 +1,186 @@
+"""Task-augmented tool calls (MCP 2025-11-25 tasks) against a real server on the official
+TypeScript SDK's experimental tasks (tests/mcp/ts_task_server.mjs, over stdio): required
+tools listed and called, polling, status notifications, failed tasks, timeouts and caller
+cancellation (``tasks/cancel``), ``input_required`` answered by the elicitation hook,
+progress, and the ``task_calls`` policy for optional tools."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp_support import TEST_TIMEOUT
+from npm_support import TS_SDK, npm_install
+
+from toolweave.context import ElicitationResult
+from toolweave.errors import McpError, ToolTimeoutError
+from toolweave.mcp import McpClient, McpServerConfig, McpTimeoutError, SyncMcpClient
+from toolweave.mcp.hooks import ElicitationRequest
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture(scope="module")
+def script() -> str:
+    root = npm_install(TS_SDK).parent
+    path = root / "ts_task_server.mjs"  # next to node_modules, so its imports resolve
+    shutil.copyfile(HERE / "ts_task_server.mjs", path)
+    return str(path)
+
+
+def config(script: str, **kw: Any) -> McpServerConfig:
+    env = kw.pop("env", None)
+    params: dict[str, Any] = {"command": "node", "args": [script]}
+    if env:
+        params["env"] = env
+    return McpServerConfig(server_name="tasks", params=params, connect_timeout=60, **kw)
+
+
+async def task_log(client: McpClient) -> list[dict[str, Any]]:
+    result = await client.call_tool("task_log", {})
+    return json.loads(result.content[0].text)  # type: ignore[union-attr]
+
+
+async def test_required_tools_are_listed_and_called_as_tasks(script: str) -> None:
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(config(script)) as client:
+        tools = {t.name: t for t in await client.list_tools()}
+        assert set(tools) == {"wait", "fail", "ask", "count", "maybe", "task_log"}
+        assert tools["wait"].card.metadata["task_support"] == "required"
+        assert tools["maybe"].card.metadata["task_support"] == "optional"
+        assert await tools["wait"].ainvoke({"ms": 300, "text": "done waiting"}) == "done waiting"
+        [task] = await task_log(client)
+    # polled until completed; the task was asked to live past the call's timeout (300 s)
+    assert task["tool"] == "wait" and task["status"] == "completed"
+    assert task["ttl"] >= 300_000
+
+
+async def test_a_status_notification_ends_the_wait_for_the_next_poll(script: str) -> None:
+    # The server suggests polling once a minute but notifies the status change: the call
+    # ends when the task does. Were the notification ignored, the call would time out.
+    # (A call by name before any listing: the client lists the tools to learn which take tasks.)
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(config(script)) as client:
+        result = await client.call_tool(
+            "wait", {"ms": 100, "text": "notified", "poll": 60_000}, timeout=20
+        )
+    assert result.content[0].text == "notified"  # type: ignore[union-attr]
+
+
+async def test_a_failed_task_is_an_error_result(script: str) -> None:
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(config(script)) as client:
+        raw = await client.call_tool("fail", {})
+        assert raw.is_error and raw.content[0].text == "the disk is full"  # type: ignore[union-attr]
+        tools = {t.name: t for t in await client.list_tools()}
+        with pytest.raises(McpError, match="the disk is full") as info:
+            await tools["fail"].ainvoke({})
+        assert info.value.code == 182301
+
+
+async def test_a_timeout_cancels_the_task(script: str) -> None:
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(config(script)) as client:
+        await client.list_tools()
+        with pytest.raises(McpTimeoutError) as info:
+            await client.call_tool("wait", {"ms": 60_000, "text": "too late"}, timeout=1)
+        assert isinstance(info.value, ToolTimeoutError)
+        assert "did not finish within 1 s" in info.value.message
+        [task] = await task_log(client)
+    assert task["status"] == "cancelled"  # tasks/cancel reached the server
+
+
+async def test_cancelling_the_caller_cancels_the_task(script: str) -> None:
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(config(script)) as client:
+        tools = {t.name: t for t in await client.list_tools()}
+        call = asyncio.create_task(tools["wait"].ainvoke({"ms": 60_000, "text": "never"}))
+        for _ in range(200):  # until the task exists on the server
+            if await task_log(client):
+                break
+            await asyncio.sleep(0.05)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        for _ in range(200):
+            [task] = await task_log(client)
+            if task["status"] != "working":
+                break
+            await asyncio.sleep(0.05)
+    assert task["status"] == "cancelled"
+
+
+async def test_input_required_is_answered_by_the_elicitation_hook(script: str) -> None:
+    asked: list[ElicitationRequest] = []
+
+    async def ask_user(request: ElicitationRequest) -> ElicitationResult:
+        asked.append(request)
+        return ElicitationResult("accept", {"colour": "teal"})
+
+    async with (
+        asyncio.timeout(TEST_TIMEOUT),
+        McpClient(config(script), elicitation=ask_user) as client,
+    ):
+        tools = {t.name: t for t in await client.list_tools()}
+        assert await tools["ask"].ainvoke({}) == "accept: teal"
+    assert [r.message for r in asked] == ["Which colour?"]
+
+
+async def test_progress_reaches_the_call_for_the_whole_task(script: str) -> None:
+    seen: list[tuple[float, float | None]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        seen.append((done, total))
+
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(config(script)) as client:
+        await client.list_tools()
+        result = await client.call_tool("count", {}, progress=progress)
+        assert result.content[0].text == "counted"  # type: ignore[union-attr]
+        for _ in range(100):  # reports are handed over as they arrive; let them land
+            if len(seen) == 3:
+                break
+            await asyncio.sleep(0.02)
+    assert sorted(seen) == [(1, 3), (2, 3), (3, 3)]
+
+
+@pytest.mark.parametrize(("policy", "as_task"), [("when_required", False), ("when_allowed", True)])
+async def test_optional_tools_are_tasks_only_when_allowed(
+    script: str, policy: str, as_task: bool
+) -> None:
+    async with (
+        asyncio.timeout(TEST_TIMEOUT),
+        McpClient(config(script, task_calls=policy)) as client,
+    ):
+        tools = {t.name: t for t in await client.list_tools()}
+        assert await tools["maybe"].ainvoke({}) == f"as a task: {str(as_task).lower()}"
+
+
+async def test_task_calls_never_leaves_required_tools_out(
+    script: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, "toolweave.mcp")
+    async with (
+        asyncio.timeout(TEST_TIMEOUT),
+        McpClient(config(script, task_calls="never")) as client,
+    ):
+        tools = {t.name: t for t in await client.list_tools()}
+        assert set(tools) == {"maybe", "task_log"}
+        assert await tools["maybe"].ainvoke({}) == "as a task: false"
+    assert "'wait' requires a task-augmented call, and task_calls is 'never'" in caplog.text
+
+
+async def test_required_tools_of_a_server_without_the_tasks_capability_are_left_out(
+    script: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, "toolweave.mcp")
+    cfg = config(script, env={"NO_TASKS_CAPABILITY": "1"})
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(cfg) as client:
+        tools = {t.name: t for t in await client.list_tools()}
+        assert set(tools) == {"maybe", "task_log"}
+    assert "does not declare tasks.requests.tools.call" in caplog.text
+
+
+def test_sync_client_calls_a_task_tool(script: str) -> None:
+    with SyncMcpClient(config(script)) as client:
+        tools = {t.name: t for t in client.list_tools()}
+        assert tools["wait"].invoke({"ms": 50, "text": "sync"}) == "sync"
