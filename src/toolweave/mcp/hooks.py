@@ -5,7 +5,9 @@ Each is opt-in (a server sees a capability only when its hook is given):
 - ``sampling``: a `ChatModel` (any toolweave provider) or an async callback answers
   ``sampling/createMessage``; `McpServerConfig.sampling_max_tokens` caps what the server may
   ask for and `sampling_max_per_minute` how often, so a server cannot spend your budget
-  unboundedly (over the limit the server gets an error);
+  unboundedly (over the limit the server gets an error); with a `ChatModel` the client
+  declares ``sampling.tools``: the server's tools reach the model as tool specifications
+  and its tool calls go back as ``tool_use`` content (the server runs them);
 - ``elicitation``: an async callback gets an `ElicitationRequest` (form mode: a message and a
   flat JSON schema; URL mode: a message and a URL to open) and returns an
   `ElicitationResult`; for an accepted form the schema's defaults fill omitted fields;
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import collections
 import inspect
+import json
 import logging
 import threading
 import time
@@ -150,6 +153,10 @@ class McpClientHooks:
             out["log_level"] = "debug"
         if self.sampling is not None:
             out["sampling_callback"] = self._sampling(config)
+            if callable(getattr(self.sampling, "achat", None)):  # a ChatModel handles tools
+                out["sampling_capabilities"] = mcp_types.SamplingCapability(
+                    tools=mcp_types.SamplingToolsCapability()
+                )
         if self.elicitation is not None:
             out["elicitation_callback"] = self._elicitation(config)
         if self.roots is not None:
@@ -270,28 +277,152 @@ def _with_defaults(content: dict[str, Any], schema: dict[str, Any]) -> dict[str,
 
 
 async def _sample_with_model(model: Any, params: mcp_types.CreateMessageRequestParams) -> Any:
-    from ..chat.messages import AiMessage, SystemMessage, UserMessage
-    from ..chat.request import ChatRequest, ChatRequestParameters
+    """Answer ``sampling/createMessage`` with a `ChatModel`. The server's `tools` become the
+    request's tool specifications (the server runs them, not toolweave); the model's tool
+    calls go back as ``tool_use`` content with stop reason ``toolUse``, and the server's
+    ``tool_result`` content comes in as tool result messages."""
+    from ..chat.request import ChatRequest, ChatRequestParameters, ToolChoice
     from ..chat.response import FinishReason
 
-    messages: list[Any] = []
-    if params.system_prompt:
-        messages.append(SystemMessage(text=params.system_prompt))
-    for m in params.messages:
-        text = _text_of(m.content)
-        messages.append(AiMessage(text=text) if m.role == "assistant" else UserMessage(text=text))
-    request = ChatRequest(
-        messages,
-        ChatRequestParameters(
-            max_tokens=params.max_tokens,
-            temperature=params.temperature,
-            stop=tuple(params.stop_sequences) if params.stop_sequences else None,
+    names = _ToolNames(params.tools or ())
+    messages = _sampling_conversation(params, names)
+    parameters = ChatRequestParameters(
+        max_tokens=params.max_tokens,
+        temperature=params.temperature,
+        stop=tuple(params.stop_sequences) if params.stop_sequences else None,
+        tools=names.cards() or None,
+        tool_choice=(
+            ToolChoice.parse(params.tool_choice.mode)
+            if params.tools and params.tool_choice is not None and params.tool_choice.mode
+            else None
         ),
     )
-    response = await model.achat(request)
-    return mcp_types.CreateMessageResult(
-        role="assistant",
-        content=mcp_types.TextContent(type="text", text=response.ai_message.text or ""),
-        model=response.model or str(getattr(model, "model_name", None) or "toolweave"),
-        stop_reason="maxTokens" if response.finish_reason == FinishReason.LENGTH else "endTurn",
+    response = await model.achat(ChatRequest(messages, parameters))
+    ai = response.ai_message
+    model_name = response.model or str(getattr(model, "model_name", None) or "toolweave")
+    if not ai.tool_execution_requests:
+        return mcp_types.CreateMessageResult(
+            role="assistant",
+            content=mcp_types.TextContent(type="text", text=ai.text or ""),
+            model=model_name,
+            stop_reason="maxTokens" if response.finish_reason == FinishReason.LENGTH else "endTurn",
+        )
+    content: list[Any] = []
+    if ai.text:
+        content.append(mcp_types.TextContent(type="text", text=ai.text))
+    for call in ai.tool_execution_requests:
+        content.append(
+            mcp_types.ToolUseContent(
+                type="tool_use",
+                id=call.id,
+                name=names.on_server(call.name),
+                input=_call_input(call.arguments),
+            )
+        )
+    return mcp_types.CreateMessageResultWithTools(
+        role="assistant", content=content, model=model_name, stop_reason="toolUse"
     )
+
+
+class _ToolNames:
+    """The server's sampling tools as cards, with names a provider accepts (sanitised like
+    listed tools) and the way back to the server's names."""
+
+    def __init__(self, tools: Sequence[mcp_types.Tool]) -> None:
+        from .config import sanitize_tool_name
+
+        self.tools = list(tools)
+        self.to_model: dict[str, str] = {}
+        self.to_server: dict[str, str] = {}
+        for t in self.tools:
+            name = sanitize_tool_name(t.name)
+            n = 1
+            while name in self.to_server:
+                n += 1
+                name = sanitize_tool_name(f"{t.name}_{n}")
+            self.to_model[t.name] = name
+            self.to_server[name] = t.name
+
+    def cards(self) -> tuple[Any, ...]:
+        from ..tools.card import ToolCard
+
+        out = []
+        for t in self.tools:
+            schema = dict(t.input_schema or {})
+            schema.setdefault("type", "object")
+            out.append(
+                ToolCard(
+                    name=self.to_model[t.name], description=t.description or "", input_params=schema
+                )
+            )
+        return tuple(out)
+
+    def on_model(self, name: str) -> str:
+        return self.to_model.get(name, name)
+
+    def on_server(self, name: str) -> str:
+        return self.to_server.get(name, name)
+
+
+def _call_input(arguments: str) -> dict[str, Any]:
+    """A model's tool call arguments as the ``input`` object of ``tool_use`` content."""
+    from ..schema.arguments import parse_arguments
+
+    try:
+        parsed = parse_arguments(arguments or "{}")
+    except Exception:  # the server validates input against the tool's schema and says so
+        return {"arguments": arguments}
+    return parsed if isinstance(parsed, dict) else {"value": parsed}
+
+
+def _sampling_conversation(
+    params: mcp_types.CreateMessageRequestParams, names: _ToolNames
+) -> list[Any]:
+    """The server's system prompt and messages as toolweave messages: ``tool_use`` blocks
+    become the assistant's tool calls, ``tool_result`` blocks tool result messages."""
+    from ..chat.messages import AiMessage, SystemMessage, ToolExecutionResultMessage, UserMessage
+    from ..execution.requests import ToolExecutionRequest
+    from .tool import _part
+
+    out: list[Any] = []
+    if params.system_prompt:
+        out.append(SystemMessage(text=params.system_prompt))
+    called: dict[str, str] = {}
+    for m in params.messages:
+        blocks = m.content if isinstance(m.content, list) else [m.content]
+        uses = [b for b in blocks if isinstance(b, mcp_types.ToolUseContent)]
+        results = [b for b in blocks if isinstance(b, mcp_types.ToolResultContent)]
+        text = _text_of([b for b in blocks if isinstance(b, mcp_types.TextContent)])
+        if m.role == "assistant":
+            calls = []
+            for u in uses:
+                called[u.id] = names.on_model(u.name)
+                calls.append(
+                    ToolExecutionRequest(
+                        id=u.id,
+                        name=called[u.id],
+                        arguments=json.dumps(u.input, ensure_ascii=False),
+                    )
+                )
+            out.append(AiMessage(text=text or None, tool_execution_requests=calls))
+            continue
+        for r in results:
+            parts = [_part(b) for b in r.content]
+            out.append(
+                ToolExecutionResultMessage(
+                    id=r.tool_use_id,
+                    tool_name=called.get(r.tool_use_id, ""),
+                    text=_text_of(r.content),
+                    is_error=bool(r.is_error),
+                    contents=tuple(parts) if any(p.type != "text" for p in parts) else None,
+                    structured=r.structured_content,
+                )
+            )
+        media = tuple(
+            _part(b)
+            for b in blocks
+            if isinstance(b, (mcp_types.ImageContent, mcp_types.AudioContent))
+        )
+        if text or media or not results:
+            out.append(UserMessage(text=text or (None if media else ""), contents=media))
+    return out
