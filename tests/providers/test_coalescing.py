@@ -124,8 +124,9 @@ def _decorated_streams(
 ) -> tuple[list[dict[str, Any]], str, list[tuple[str, str, str]]]:
     """Streams whose chunks carry the optional keys real servers add or omit (`logprobs`,
     a missing `finish_reason` or choice `index`, `role`/`content: null` in every delta,
-    `type` on every fragment, `usage: null`), so some fragments take the fast path and
-    some the general one; with the text and the calls' raw arguments they carry."""
+    `type` on every fragment, `usage: null`, an id repeated or split across fragments), so
+    some fragments take the fast path and some the general one; with the text and the
+    calls' raw arguments they carry."""
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         choice: dict[str, Any] = {"delta": delta}
@@ -153,12 +154,23 @@ def _decorated_streams(
     calls: list[tuple[str, str, str]] = []
     for i in range(draw(st.integers(0, 3))):
         pieces = draw(st.lists(st.text(min_size=1, max_size=4), max_size=12))
-        first = {"index": i, "id": f"call_{i}", "type": "function", "function": {"name": f"t{i}"}}
+        call_id = f"call_{i}"
+        first = {"index": i, "id": call_id, "type": "function", "function": {"name": f"t{i}"}}
         first["function"]["arguments"] = pieces.pop(0) if pieces and draw(st.booleans()) else ""
+        # an id split across the first two fragments (its rest comes with arguments)
+        rest = call_id[draw(st.integers(1, len(call_id) - 1)) :] if pieces else ""
+        if rest and draw(st.booleans()):
+            first["id"] = call_id[: -len(rest)]
+        else:
+            rest = ""
         chunks.append(chunk(decorate({"tool_calls": [first]})))
         args = first["function"]["arguments"]
-        for piece in pieces:
+        for k, piece in enumerate(pieces):
             fragment: dict[str, Any] = {"index": i, "function": {"arguments": piece}}
+            if k == 0 and rest:
+                fragment["id"] = rest
+            elif draw(st.integers(0, 5)) == 0:
+                fragment["id"] = call_id  # some servers repeat the id
             if draw(st.integers(0, 5)) == 0:
                 fragment["type"] = "function"
             chunks.append(chunk(decorate({"tool_calls": [fragment]})))

@@ -112,6 +112,29 @@ def _optional_not_nullable(schema: Any, root: Mapping[str, Any] | None = None) -
 _NO_CALL = object()  # compares unequal to every fragment index
 
 
+def _continuation(chunk: Mapping[str, Any], last: object) -> str | None:
+    """The argument text when `chunk` is only one more fragment of the call with raw index
+    `last` (the fast path of `OpenAIStreamAggregator.feed_chunks`, which inlines this same
+    test in its loop), else None."""
+    try:
+        (choice,) = chunk["choices"]
+        delta = choice["delta"]
+        if (
+            len(delta) == 1
+            and choice["finish_reason"] is None
+            and choice["index"] == 0
+            and (calls := delta.get("tool_calls")) is not None
+        ):
+            (fragment,) = calls
+            if fragment["index"] == last and "id" not in fragment:
+                args = fragment["function"]["arguments"]
+                if args and args.__class__ is str:
+                    return args  # type: ignore[no-any-return]
+    except (LookupError, TypeError, AttributeError, ValueError):
+        pass
+    return None
+
+
 class _Call:
     __slots__ = ("completed", "id", "name", "parts", "request")
 
@@ -240,7 +263,13 @@ class OpenAIStreamAggregator:
     # chunk entry points ---------------------------------------------------------------------
     def feed_chunk(self, chunk: Mapping[str, Any]) -> list[StreamEvent]:
         """Consume one decoded chunk; return the events it produces."""
-        return self.feed_chunks((chunk,))
+        args = _continuation(chunk, self._last_raw)
+        if args is None:
+            return self.feed_chunks((chunk,))
+        self._current_parts.append(args)
+        if self.emit_partials:
+            return [PartialToolCall(self._current, None, None, args)]  # type: ignore[arg-type]
+        return []
 
     def feed_chunks(self, chunks: Iterable[Mapping[str, Any]]) -> list[StreamEvent]:
         """`feed_batch` for already decoded chunks."""
@@ -259,7 +288,7 @@ class OpenAIStreamAggregator:
                 # come with a call's first chunk, and usage that some servers repeat on
                 # every chunk is cumulative, so the last one (general path) wins.
                 # Subscripts and unpacking, not .get and len: a missing key or another
-                # count just means the general path.
+                # count just means the general path. The same test as `_continuation`.
                 try:
                     (choice,) = chunk["choices"]
                     delta = choice["delta"]
