@@ -190,6 +190,49 @@ def test_bad_input_is_always_a_tool_arguments_error(t: Any, case: str) -> None:
         assert e.value.message.startswith(expected), e.value.message
 
 
+def _nested_arguments(depth: int) -> str:
+    """An object holding arrays nested so that the whole text is `depth` levels deep."""
+    return '{"a": 1, "items": ' + "[" * (depth - 1) + "]" * (depth - 1) + "}"
+
+
+@pytest.mark.parametrize("t", [target, JSON_TOOL], ids=["signature", "json-schema"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        _nested_arguments(257),
+        _nested_arguments(900),  # under the recursion limit: json.loads alone takes it
+        json.dumps(_nested_arguments(300)),  # double-encoded
+        "```json\n" + _nested_arguments(300) + "\n```",  # fenced
+    ],
+    ids=["257", "900", "double-encoded", "fenced"],
+)
+def test_arguments_nested_past_the_depth_limit_are_refused_before_parsing(t: Any, raw: str) -> None:
+    for path in _all_paths(t, raw):
+        with pytest.raises(ToolArgumentsError) as e:
+            path()
+        assert e.value.message.startswith("The arguments are nested too deeply to parse.")
+
+
+def test_arguments_at_the_depth_limit_and_brackets_in_strings_are_fine() -> None:
+    assert parse_arguments(_nested_arguments(256))["a"] == 1
+    text = "[{" * 400
+    assert parse_arguments(json.dumps({"a": 1, "items": [text]})) == {"a": 1, "items": [text]}
+    quoted = '\\"' + text  # an escaped backslash, then the string's end is not escaped
+    assert parse_arguments(json.dumps({"a": quoted}))["a"] == quoted
+
+
+@pytest.mark.parametrize("t", [target, JSON_TOOL], ids=["signature", "json-schema"])
+def test_json_text_in_a_string_is_not_coerced_past_the_depth_limit(t: Any) -> None:
+    """An array argument sent as JSON text is decoded only within the same depth limit."""
+    assert t.invoke({"a": 1, "items": "[[1]]"}) == 1
+    for raw in (
+        {"a": 1, "items": "[" * 300 + "]" * 300},
+        '{"a": 1, "items": "' + "[" * 300 + "]" * 300 + '"}',
+    ):
+        with pytest.raises(ToolArgumentsError, match="items"):
+            t.invoke(raw)
+
+
 @pytest.mark.parametrize("t", [target, JSON_TOOL], ids=["signature", "json-schema"])
 def test_deep_python_value_for_untyped_array_does_not_crash(t: Any) -> None:
     nested: Any = []

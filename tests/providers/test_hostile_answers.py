@@ -146,6 +146,42 @@ async def test_deeply_nested_stream_event_is_typed(server: ProviderServer, provi
         assert error.code == ErrorCode.PROVIDER_RESPONSE_INVALID
 
 
+def _nested(depth: int) -> Any:
+    """`depth` arrays, one inside the other (the value itself is one level)."""
+    value: Any = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
+async def test_answers_nested_past_the_depth_limit_are_refused_before_parsing(
+    server: ProviderServer, provider: str
+) -> None:
+    """An answer of the right shape carrying a value nested 300 levels (under the recursion
+    limit, so `json.loads` alone takes it) is 183004 "nested too deeply", as a body and as a
+    stream event; 250 levels go through."""
+    deep = {**_FINAL[provider], "extra": _nested(300)}
+    fine = {**_FINAL[provider], "extra": _nested(250)}
+    event = {"choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]}
+    if provider == "anthropic":
+        event = {"type": "message_start", "message": {"id": "m1", "model": "m"}}
+    async with _model(provider, server) as model:
+        server.enqueue({"json": deep}, {"json": deep}, {"json": fine})
+        with pytest.raises(ProviderError) as sync_error:
+            model.chat(ChatRequest([UserMessage("hi")]))
+        with pytest.raises(ProviderError) as async_error:
+            await model.achat(ChatRequest([UserMessage("hi")]))
+        assert (await model.achat(ChatRequest([UserMessage("hi")]))).ai_message.text == "ok"
+        stream = [f"data: {json.dumps({**event, 'extra': _nested(300)})}\n\n"]
+        server.enqueue({"sse": stream})
+        with pytest.raises(ProviderError) as stream_error:
+            [e async for e in model.astream(ChatRequest([UserMessage("hi")]))]
+    for error in (sync_error.value, async_error.value, stream_error.value):
+        assert error.code == ErrorCode.PROVIDER_RESPONSE_INVALID
+        assert "nested too deeply" in error.message
+
+
 # A lone surrogate escaped in the JSON text: in the text, and in the arguments (raw, once the
 # outer JSON is decoded). Written as JSON text by hand: Python cannot encode it as UTF-8.
 _LONE = "\\ud800"

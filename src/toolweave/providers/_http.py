@@ -46,6 +46,7 @@ from urllib.parse import quote, quote_plus
 
 import httpx2
 
+from .._utils.jsondepth import MAX_JSON_DEPTH, nested_deeper_than
 from .._utils.unicode import SURROGATE, has_surrogate_escape, scrub_surrogates
 from ..errors import AuthenticationError, ErrorCode, ProviderError, RateLimitError
 from ._sse import EventDecoder, SSEDecoder, SSEEvent, SSEEventTooLarge
@@ -58,6 +59,7 @@ __all__ = [
     "JsonTooDeepError",
     "decode_json",
     "encode_json",
+    "json_failure",
     "parse_retry_after",
     "redact",
 ]
@@ -94,23 +96,30 @@ _RETRYABLE_EXCEPTIONS = (httpx2.TransportError,)
 
 
 class JsonTooDeepError(ValueError):
-    """JSON nested deeper than the decoder can follow."""
+    """JSON nested deeper than `MAX_JSON_DEPTH` (256) arrays and objects."""
 
 
 def decode_json(text: str | bytes) -> Any:
     """`json.loads` for provider answers: bytes are read as UTF-8 (invalid sequences become
     U+FFFD), a lone surrogate (`"\\ud800"`) becomes U+FFFD so the history stays encodable,
-    and nesting too deep to decode is a `ValueError` like any other invalid JSON (not a
-    `RecursionError`)."""
+    and nesting deeper than `MAX_JSON_DEPTH` is a `ValueError` like any other invalid JSON,
+    found before any recursive parse."""
     if isinstance(text, bytes | bytearray):
         text = bytes(text).decode("utf-8-sig", "replace")
+    if len(text) > MAX_JSON_DEPTH and nested_deeper_than(text):
+        raise JsonTooDeepError("JSON nested too deeply")
     try:
         value = json.loads(text)
-    except RecursionError:
+    except RecursionError:  # only when called with little stack left
         raise JsonTooDeepError("JSON nested too deeply") from None
     if has_surrogate_escape(text):
         value = scrub_surrogates(value)
     return value
+
+
+def json_failure(error: ValueError) -> str:
+    """How `decode_json` failed, for an error message: "nested too deeply" or "not JSON"."""
+    return "nested too deeply" if isinstance(error, JsonTooDeepError) else "not JSON"
 
 
 def encode_json(body: Any) -> bytes:
@@ -727,9 +736,8 @@ class HttpTransport:
         try:
             return decode_json(content)
         except ValueError as e:
-            reason = "nested too deeply" if isinstance(e, JsonTooDeepError) else "not JSON"
             raise self.protocol_error(
-                f"the response is {reason}: {content[:200].decode('utf-8', 'replace')!r}"
+                f"the response is {json_failure(e)}: {content[:200].decode('utf-8', 'replace')!r}"
             ) from None
 
 

@@ -25,7 +25,13 @@ from ..execution.requests import ToolExecutionRequest
 from ..schema.output import OutputSchema
 from ._answer import ANSWER_DESCRIPTION, Answer, answer_schema, answer_text
 from ._base import HttpChatModel, arguments_object, compact_json
-from ._http import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRIES, HttpTransport, decode_json
+from ._http import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_MAX_RETRIES,
+    HttpTransport,
+    decode_json,
+    json_failure,
+)
 from ._sse import SSEEvent
 from .tool_results import anthropic_content, anthropic_tool_result
 
@@ -138,9 +144,9 @@ class AnthropicStreamParser:
             return []
         try:
             data = decode_json(event.data)
-        except ValueError:
+        except ValueError as e:
             raise self._transport.protocol_error(
-                f"a stream event is not JSON: {event.data[:200]!r}"
+                f"a stream event is {json_failure(e)}: {event.data[:200]!r}"
             ) from None
         kind = data.get("type") if isinstance(data, dict) else None
         if event.event == "error" or kind == "error":

@@ -26,7 +26,13 @@ from ..errors import AuthenticationError, ProviderError, SchemaError
 from ..execution.requests import ToolExecutionRequest
 from ..schema.output import OutputSchema
 from ._base import HttpChatModel, arguments_object, compact_json
-from ._http import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRIES, HttpTransport, decode_json
+from ._http import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_MAX_RETRIES,
+    HttpTransport,
+    decode_json,
+    json_failure,
+)
 from ._sse import SSEEvent
 from .constrained import ConstrainedToolCalling
 from .tool_results import gemini_function_response, gemini_part
@@ -112,9 +118,9 @@ class GeminiStreamParser:
             return []
         try:
             data = decode_json(event.data)
-        except ValueError:
+        except ValueError as e:
             raise self._transport.protocol_error(
-                f"a stream chunk is not JSON: {event.data[:200]!r}"
+                f"a stream chunk is {json_failure(e)}: {event.data[:200]!r}"
             ) from None
         if isinstance(data, list):  # a JSON array stream (alt=json); accept it too
             events: list[StreamEvent] = []

@@ -29,7 +29,13 @@ from ..execution.requests import ToolExecutionRequest
 from ..schema.validation import accepts_null
 from ._azure import AzureDeployment
 from ._base import HttpChatModel, openai_headers
-from ._http import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRIES, HttpTransport, decode_json
+from ._http import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_MAX_RETRIES,
+    HttpTransport,
+    decode_json,
+    json_failure,
+)
 from ._sse import SSEEvent
 from .constrained import ConstrainedToolCalling
 from .tool_results import openai_chat_content, openai_chat_tool_result
@@ -235,8 +241,10 @@ class OpenAIStreamAggregator:
                 continue
             try:
                 chunk = decode_json(data)
-            except ValueError:
-                raise self._protocol(f"a stream chunk is not JSON: {data[:200]!r}") from None
+            except ValueError as e:
+                raise self._protocol(
+                    f"a stream chunk is {json_failure(e)}: {data[:200]!r}"
+                ) from None
             if event.event == "error" or (isinstance(chunk, dict) and chunk.get("error")):
                 raise self._stream_error(
                     chunk.get("error", chunk) if isinstance(chunk, dict) else chunk

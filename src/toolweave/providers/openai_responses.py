@@ -34,7 +34,13 @@ from ..execution.content import FileContent, ImageContent, TextContent
 from ..execution.requests import ToolExecutionRequest
 from ._azure import AzureDeployment
 from ._base import HttpChatModel, openai_headers
-from ._http import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRIES, HttpTransport, decode_json
+from ._http import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_MAX_RETRIES,
+    HttpTransport,
+    decode_json,
+    json_failure,
+)
 from ._sse import SSEEvent
 from .tool_results import openai_responses_tool_output, text_stand_in
 
@@ -205,9 +211,9 @@ class ResponsesStreamParser:
             return []
         try:
             data = decode_json(event.data)
-        except ValueError:
+        except ValueError as e:
             raise self._transport.protocol_error(
-                f"a stream event is not JSON: {event.data[:200]!r}"
+                f"a stream event is {json_failure(e)}: {event.data[:200]!r}"
             ) from None
         if not isinstance(data, dict):
             raise self._transport.protocol_error("a stream event is not a JSON object")

@@ -38,6 +38,7 @@ import json
 import re
 from typing import Any
 
+from .._utils.jsondepth import MAX_JSON_DEPTH, nested_deeper_than
 from ..errors import ToolArgumentsError
 
 __all__ = [
@@ -89,18 +90,24 @@ def _decode(raw: str | bytes | bytearray, tool_name: str | None) -> str:
 
 
 def _loads(text: str) -> Any:
+    if len(text) > MAX_JSON_DEPTH and nested_deeper_than(text):
+        raise _too_deep()
     try:
         return json.loads(text)
-    except RecursionError:
-        raise ToolArgumentsError(
-            "The arguments are nested too deeply to parse. Send a flatter JSON object."
-        ) from None
+    except RecursionError:  # only when called with little stack left
+        raise _too_deep() from None
     except json.JSONDecodeError:
         raise
     except ValueError:  # an integer over Python's digit limit (4,300 by default)
         raise ToolArgumentsError(
             "The arguments hold a number with too many digits to read. Send it as a string."
         ) from None
+
+
+def _too_deep() -> ToolArgumentsError:
+    return ToolArgumentsError(
+        "The arguments are nested too deeply to parse. Send a flatter JSON object."
+    )
 
 
 def _join_surrogates(value: Any) -> Any:
@@ -221,7 +228,7 @@ def _repair(text: str) -> dict[str, Any] | None:
         except ValueError:
             pass
         candidate = inner
-    if not candidate.startswith("{"):
+    if not candidate.startswith("{") or nested_deeper_than(candidate):
         return None
     cut_off, end = _scan(candidate, first_only=True)
     if cut_off:
@@ -321,8 +328,11 @@ def parse_arguments(
         return repaired
     if isinstance(value, str) and value.strip().startswith("{"):
         try:
-            inner = json.loads(value)
-        except (ValueError, RecursionError):
+            inner = _loads(value)
+        except ToolArgumentsError as e:
+            e.tool_name = tool_name
+            raise
+        except ValueError:
             inner = None
         if isinstance(inner, dict):
             return inner

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 import pydantic
 from pydantic import BaseModel
 
+from .._utils.jsondepth import nested_deeper_than
 from ..errors import ToolArgumentsError, ToolCardError
 from .arguments import MAX_ARGUMENTS_BYTES, parse_arguments
 
@@ -245,7 +246,7 @@ def _preparse_json_strings(data: Mapping[str, Any], keys: frozenset[str]) -> dic
     out = dict(data)
     for key in keys:
         value = out.get(key)
-        if isinstance(value, str) and value[:1] in ("[", "{"):
+        if isinstance(value, str) and value[:1] in ("[", "{") and not nested_deeper_than(value):
             try:
                 out[key] = json.loads(value)
             except (ValueError, RecursionError):
@@ -465,7 +466,11 @@ def _coerce(value: Any, schema: Any, root: Mapping[str, Any], depth: int = 0) ->
             except ValueError:
                 return value
             return number
-        if ("array" in types_ or "object" in types_) and stripped[:1] in ("[", "{"):
+        if (
+            ("array" in types_ or "object" in types_)
+            and stripped[:1] in ("[", "{")
+            and not nested_deeper_than(stripped)
+        ):
             try:
                 value = json.loads(stripped)
             except (ValueError, RecursionError):

@@ -1,0 +1,32 @@
+"""`nested_deeper_than`: whether JSON text nests arrays and objects deeper than a limit.
+
+The check is linear and recursion-free, so a recursive parser (`json.loads`, and every walk
+over what it returns) is never handed text that would take it near the interpreter's
+recursion limit, where the garbage collector's finalizers start failing too. Short texts,
+and texts with few brackets, are settled by two `str.count` calls.
+"""
+
+from __future__ import annotations
+
+from itertools import accumulate
+
+__all__ = ["MAX_JSON_DEPTH", "nested_deeper_than"]
+
+MAX_JSON_DEPTH = 256
+"""The deepest nesting of arrays and objects accepted from a provider or a model."""
+
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+
+
+def nested_deeper_than(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether `text`, read as JSON, opens more than `limit` arrays or objects at once
+    (brackets inside strings do not count). Exact for valid JSON; for invalid JSON an
+    estimate, which the parser then refuses anyway."""
+    if len(text) <= limit or text.count("[") + text.count("{") <= limit:
+        return False
+    if "\\" in text:  # escapes leave the quote structure: "\\" then "\"" (valid JSON pairs)
+        text = text.replace("\\\\", "").replace('\\"', "")
+    outside = "".join(text.split('"')[::2])  # the pieces between strings
+    brackets = outside.encode("utf-8", "replace").translate(None, _NOT_BRACKETS)
+    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0) > limit
