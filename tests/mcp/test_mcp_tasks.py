@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_support import TEST_TIMEOUT
+from mcp_support import BROKEN, TEST_TIMEOUT, stdio_config
 from npm_support import TS_SDK, npm_install
 
 from toolweave.context import ElicitationResult
@@ -89,6 +89,20 @@ async def test_a_timeout_cancels_the_task(script: str) -> None:
         assert "did not finish within 1 s" in info.value.message
         [task] = await task_log(client)
     assert task["status"] == "cancelled"  # tasks/cancel reached the server
+
+
+async def test_a_tool_timeout_cancels_the_task(script: str) -> None:
+    # The McpTool's own limit (card or per call) covers the task too.
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(config(script)) as client:
+        tools = {t.name: t for t in await client.list_tools()}
+        with pytest.raises(ToolTimeoutError):
+            await tools["wait"].ainvoke({"ms": 60_000, "text": "too late"}, timeout=1)
+        for _ in range(200):
+            [task] = await task_log(client)
+            if task["status"] != "working":
+                break
+            await asyncio.sleep(0.05)
+    assert task["status"] == "cancelled"
 
 
 async def test_cancelling_the_caller_cancels_the_task(script: str) -> None:
@@ -184,3 +198,18 @@ def test_sync_client_calls_a_task_tool(script: str) -> None:
     with SyncMcpClient(config(script)) as client:
         tools = {t.name: t for t in client.list_tools()}
         assert tools["wait"].invoke({"ms": 50, "text": "sync"}) == "sync"
+
+
+@pytest.mark.parametrize(
+    ("tool", "problem"),
+    [("bad_create", "taskId"), ("bad_status", "exploded")],
+)
+async def test_malformed_task_answers_are_typed_errors(tool: str, problem: str) -> None:
+    cfg = stdio_config(BROKEN, "task-liar", name="liar")
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(cfg) as client:
+        tools = {t.name: t for t in await client.list_tools()}
+        with pytest.raises(McpError, match="returned an invalid result") as info:
+            await tools[tool].ainvoke({})
+        assert problem in info.value.message and info.value.code == 182301
+        # the connection lives on
+        assert {t.name for t in await client.list_tools()} == {"bad_create", "bad_status"}

@@ -5,11 +5,15 @@
 - ``garbage``: answers every line on stdin with text that is not JSON-RPC;
 - ``crash``: exits with status 3 at once, after a message on stderr;
 - ``silent``: reads stdin and never answers;
-- ``http-garbage PORT``: an HTTP server answering every POST with 200 and invalid JSON.
+- ``http-garbage PORT``: an HTTP server answering every POST with 200 and invalid JSON;
+- ``task-liar``: a 2025-11-25 server taking tasks whose task answers are malformed: tool
+  ``bad_create`` answers ``tools/call`` with a task missing its fields, ``bad_status``
+  creates a task that ``tasks/get`` then reports in a status that does not exist.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 
@@ -24,6 +28,38 @@ def silent() -> None:
     for _line in sys.stdin:
         pass
     time.sleep(0.1)
+
+
+def task_liar() -> None:
+    task = {"taskId": "t1", "status": "working", "ttl": None, "pollInterval": 10}
+    task |= {"createdAt": "2025-11-25T10:00:00Z", "lastUpdatedAt": "2025-11-25T10:00:00Z"}
+    required = {"taskSupport": "required"}
+    tools = [
+        {"name": n, "inputSchema": {"type": "object"}, "execution": required}
+        for n in ("bad_create", "bad_status")
+    ]
+    for line in sys.stdin:
+        msg = json.loads(line)
+        method, params = msg.get("method"), msg.get("params") or {}
+        if "id" not in msg or method is None:
+            continue
+        result: dict[str, object]
+        if method == "initialize":
+            caps = {"tools": {}, "tasks": {"cancel": {}, "requests": {"tools": {"call": {}}}}}
+            info = {"name": "liar", "version": "1"}
+            result = {"protocolVersion": "2025-11-25", "capabilities": caps, "serverInfo": info}
+        elif method == "tools/list":
+            result = {"tools": tools}
+        elif method == "tools/call" and params.get("name") == "bad_create":
+            result = {"task": {"taskId": 7}}
+        elif method == "tools/call":
+            result = {"task": task}
+        elif method == "tasks/get":
+            result = {**task, "status": "exploded"}
+        else:  # tasks/cancel, and anything else
+            result = {**task, "status": "cancelled"}
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}) + "\n")
+        sys.stdout.flush()
 
 
 def http_garbage(port: int) -> None:
@@ -62,5 +98,7 @@ if __name__ == "__main__":
         silent()
     elif mode == "http-garbage":
         http_garbage(int(sys.argv[2]))
+    elif mode == "task-liar":
+        task_liar()
     else:
         raise SystemExit(f"unknown mode {mode}")

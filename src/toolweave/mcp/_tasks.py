@@ -224,7 +224,7 @@ class TaskCalls:
         while task.status not in _TERMINAL and task.status != "input_required":
             interval = task.poll_interval / 1000 if task.poll_interval else _DEFAULT_POLL
             notified = await watch.wait(min(max(interval, _MIN_POLL), _MAX_POLL))
-            if notified is not None and notified.status != task.status:
+            if notified is not None:  # the whole task, as tasks/get would give it
                 task = notified
                 continue
             got = await session.send_request(

@@ -127,7 +127,7 @@ class _WatchedReadStream:
         if isinstance(item, Exception):
             self._conn.bad_message(item)
         elif self._conn.tasks.watching:
-            self._conn.tasks.seen(item.message)
+            self._conn.tasks.seen(getattr(item, "message", None))
         return item
 
     async def receive(self) -> Any:
