@@ -106,16 +106,33 @@ class ToolExecutionResultMessage(BaseModel):
         cls, request: ToolExecutionRequest, result: ToolExecutionResult
     ) -> ToolExecutionResultMessage:
         """The message answering `request` with `result`."""
-        # trusted values: skip re-validation on this per-call path
-        return cls.model_construct(
-            id=request.id,
-            tool_name=request.name,
-            text=result.result_text(),
-            is_error=result.is_error,
-            contents=result.contents,
-            structured=result.structured,
-            attributes=dict(result.attributes),
-        )
+        # Trusted values: no re-validation on this per-call path. What `model_construct`
+        # builds, without its generic per-field loop (a quarter of it); a subclass may
+        # add fields or hooks, so it takes the generic way.
+        values = {
+            "type": "tool_result",
+            "id": request.id,
+            "tool_name": request.name,
+            "text": result.result_text(),
+            "is_error": result.is_error,
+            "contents": result.contents,
+            "structured": result.structured,
+            "attributes": dict(result.attributes),
+        }
+        if cls is not ToolExecutionResultMessage:
+            del values["type"]
+            return cls.model_construct(**values)
+        message = _new(cls)
+        _setattr(message, "__dict__", values)
+        _setattr(message, "__pydantic_fields_set__", set(_RESULT_FIELDS_SET))
+        _setattr(message, "__pydantic_extra__", None)
+        _setattr(message, "__pydantic_private__", None)
+        return message
+
+
+_new = object.__new__
+_setattr = object.__setattr__
+_RESULT_FIELDS_SET = frozenset(ToolExecutionResultMessage.model_fields) - {"type"}
 
 
 ChatMessage = Annotated[
