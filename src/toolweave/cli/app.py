@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib.util
 import json
 import logging
 import os
+import re
+import shlex
 import signal
 import sys
 import threading
 import time
 import traceback
+import urllib.parse
 from collections.abc import Callable, Iterable, Iterator
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -247,8 +252,18 @@ def _arguments_problem(tool: Tool, error: ToolArgumentsError) -> str:
 @app.command()
 def chat(
     tools: Annotated[
-        str, typer.Option("--tools", "-t", metavar="MODULE[:OBJECT]", help=TOOLS_HELP)
-    ],
+        str | None, typer.Option("--tools", "-t", metavar="MODULE[:OBJECT]", help=TOOLS_HELP)
+    ] = None,
+    mcp: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--mcp",
+            metavar="COMMAND_OR_URL",
+            help="An MCP server whose tools the model may use (repeatable): the command line "
+            "that starts it (stdio), or its http(s) URL (streamable HTTP; a URL ending in /sse: "
+            "SSE). What it asks the user (elicitation) is asked in the terminal.",
+        ),
+    ] = None,
     provider: Annotated[
         str,
         typer.Option(
@@ -283,16 +298,21 @@ def chat(
     """Chat with a model that can call the tools; tool calls and results show as they happen.
 
     Interactive unless --message is given; an empty line, `exit` or Ctrl-D ends it. A tool
-    that requires approval asks before it runs (y / n / edit its arguments).
+    that requires approval asks before it runs (y / n / edit its arguments). Tools come from
+    --tools, --mcp servers, or both.
     """
-    with _errors():
+    with _errors(), contextlib.ExitStack() as servers:
         _check_model_name(model)
-        loaded = load_tools(tools)
-        service = ToolService(max_tool_calling_round_trips=max_rounds).tools(*loaded)
+        if not tools and not mcp:
+            raise CliError("no tools: give --tools MODULE[:OBJECT] and/or --mcp COMMAND_OR_URL")
+        loaded = load_tools(tools) if tools else []
+        listings = _connect_mcp(mcp or [], servers)
+        service = ToolService(max_tool_calling_round_trips=max_rounds).tools(*loaded, *listings)
         params = ChatRequestParameters(temperature=temperature)
         history: list[ChatMessage] = [SystemMessage(system)] if system else []
         with open_model(provider, model, console=err, base_url=base_url) as (chat_model, what):
-            err.print(f"[dim]{escape(what)} · tools: {', '.join(t.card.name for t in loaded)}[/]")
+            names = ", ".join(c.name for c in service.tool_cards)
+            err.print(f"[dim]{escape(what)} · tools: {escape(names)}[/]", soft_wrap=True)
             _report_probe(chat_model)
             inputs: Iterator[str] = iter(message) if message else _prompt()
             for text in inputs:
@@ -314,6 +334,58 @@ def chat(
                     decisions = ask_decisions(result.pending, out)
                 if result is not None:
                     history = list(result.messages)
+
+
+def _connect_mcp(specs: list[str], stack: contextlib.ExitStack) -> list[Any]:
+    """Connect to each `--mcp` server (closed with `stack`); their tool listings, which keep
+    the service in step with each server's tool list. Elicitation is asked in the
+    terminal."""
+    if not specs:
+        return []
+    try:
+        from ..mcp import SyncMcpClient
+    except ImportError as e:
+        raise CliError(str(e)) from None
+    from ._elicit import ask_elicitation
+
+    async def elicit(request: Any) -> Any:
+        return await asyncio.to_thread(ask_elicitation, request, out)
+
+    taken: set[str] = set()
+    listings: list[Any] = []
+    for spec in specs:
+        config = _mcp_config(spec, taken)
+        client = stack.enter_context(SyncMcpClient(config, elicitation=elicit))
+        listings.append(client.list_tools())
+    return listings
+
+
+def _mcp_config(spec: str, taken: set[str]) -> Any:
+    """`--mcp` COMMAND_OR_URL as a server configuration, named after the command or host."""
+    from ..mcp import McpServerConfig
+
+    spec = spec.strip()
+    if re.match(r"https?://", spec, re.IGNORECASE):
+        url = urllib.parse.urlsplit(spec)
+        name = url.hostname or "mcp"
+        sse = url.path.rstrip("/").endswith("/sse")
+        kind = "sse" if sse else "streamable-http"
+        params: dict[str, Any] = {"url": spec}
+    else:
+        try:
+            argv = shlex.split(spec)
+        except ValueError as e:
+            raise CliError(f"--mcp {spec!r}: {e}") from None
+        if not argv:
+            raise CliError("--mcp needs the command line that starts a server, or its URL")
+        name = Path(argv[0]).stem or "mcp"
+        kind, params = "stdio", {"command": argv[0], "args": argv[1:]}
+    unique, n = name, 1
+    while unique in taken:
+        n += 1
+        unique = f"{name}_{n}"
+    taken.add(unique)
+    return McpServerConfig(server_name=unique, client_type=kind, params=params)  # type: ignore[arg-type]
 
 
 def _check_model_name(model: str | None) -> None:

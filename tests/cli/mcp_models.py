@@ -1,0 +1,36 @@
+"""Scripted models for `toolweave chat --mcp` tests: each calls one tool of server-everything
+and then reports, on one line, what the server said it received."""
+
+from __future__ import annotations
+
+import json
+
+from toolweave import AiMessage, ScriptedChatModel, ToolExecutionRequest
+from toolweave.chat.request import ChatRequest
+
+
+def _calling(name: str, arguments: str = "{}") -> ScriptedChatModel:
+    def script(request: ChatRequest) -> AiMessage:
+        results = [m for m in request.messages if m.type == "tool_result"]
+        if not results:
+            call = ToolExecutionRequest(id="e1", name=name, arguments=arguments)
+            return AiMessage(tool_execution_requests=[call])
+        text = results[-1].text  # type: ignore[union-attr]
+        raw = text.split("Raw result:", 1)[-1].strip()
+        try:
+            raw = json.dumps(json.loads(raw), sort_keys=True)
+        except ValueError:
+            raw = " ".join(raw.split())
+        return AiMessage("SERVER GOT: " + raw)
+
+    return ScriptedChatModel(script)
+
+
+def form_model() -> ScriptedChatModel:
+    """Calls server-everything's form elicitation tool."""
+    return _calling("trigger-elicitation-request")
+
+
+def url_model() -> ScriptedChatModel:
+    """Calls server-everything's URL elicitation tool."""
+    return _calling("trigger-url-elicitation", '{"url": "https://example.com/login"}')
