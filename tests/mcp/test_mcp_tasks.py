@@ -10,15 +10,17 @@ import asyncio
 import json
 import logging
 import shutil
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_support import BROKEN, TEST_TIMEOUT, stdio_config
+from mcp_support import BROKEN, TEST_TIMEOUT, free_port, stdio_config, wait_for_port
 from npm_support import TS_SDK, npm_install
 
 from toolweave.context import ElicitationResult
-from toolweave.errors import McpError, ToolTimeoutError
+from toolweave.errors import ErrorCode, McpError, ToolTimeoutError
 from toolweave.mcp import McpClient, McpServerConfig, McpTimeoutError, SyncMcpClient
 from toolweave.mcp.hooks import ElicitationRequest
 
@@ -213,3 +215,69 @@ async def test_malformed_task_answers_are_typed_errors(tool: str, problem: str) 
         assert problem in info.value.message and info.value.code == 182301
         # the connection lives on
         assert {t.name for t in await client.list_tools()} == {"bad_create", "bad_status"}
+
+
+class HttpServer:
+    """ts_task_server.mjs over streamable HTTP on 127.0.0.1; `restart` keeps the port."""
+
+    def __init__(self, script: str) -> None:
+        self.port = free_port()
+        self.argv = ["node", script, "http", str(self.port)]
+        self.proc = self.start()
+        self.config = McpServerConfig(
+            server_name="tasks", params={"url": f"http://127.0.0.1:{self.port}/mcp"}
+        )
+
+    def start(self) -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for_port(self.port, proc)
+        return proc
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+
+    def restart(self) -> None:
+        self.stop()
+        self.proc = self.start()
+
+
+@pytest.fixture
+def http_server(script: str) -> Iterator[HttpServer]:
+    server = HttpServer(script)
+    yield server
+    server.stop()
+
+
+async def test_a_plain_call_after_a_typescript_server_restart_opens_a_new_session(
+    http_server: HttpServer,
+) -> None:
+    # A TypeScript-SDK server that lost the session answers 404 with JSON-RPC error -32001
+    # "Session not found" (-32001 is also the timeout code): the session is re-opened and the
+    # call, which never ran, sent again; it was reported as a timeout before.
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(http_server.config) as client:
+        assert await task_log(client) == []
+        await asyncio.to_thread(http_server.restart)
+        assert await task_log(client) == []
+
+
+async def test_a_task_is_not_sent_again_when_the_http_session_is_lost(
+    http_server: HttpServer,
+) -> None:
+    # The server restarts while the task runs: polling finds the session gone. The call ran
+    # (a task was created), so it is not re-sent on a new session, unlike a plain call that
+    # never reached the server.
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(http_server.config) as client:
+        tools = {t.name: t for t in await client.list_tools()}
+        args = {"ms": 60_000, "text": "never", "poll": 3000}
+        call = asyncio.create_task(tools["wait"].ainvoke(args, timeout=20))
+        for _ in range(200):  # until the task exists on the server
+            if await task_log(client):
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.to_thread(http_server.restart)
+        with pytest.raises(McpError) as info:
+            await call
+        assert info.value.code == ErrorCode.MCP_CONNECTION_ERROR
+        assert "not retried" in info.value.message
+        assert await task_log(client) == []  # the new server never got the call

@@ -10,8 +10,24 @@ from __future__ import annotations
 from typing import Any, Protocol, runtime_checkable
 
 import mcp_types
+from mcp.shared.exceptions import MCPError
 
-__all__ = ["McpToolSession", "ProgressCallback"]
+__all__ = ["McpToolSession", "ProgressCallback", "is_session_lost"]
+
+
+def is_session_lost(e: MCPError) -> bool:
+    """Whether an HTTP server no longer knows the session (it restarted, or expired it).
+
+    The SDK reports a bare 404 as "Session terminated"; servers on the TypeScript SDK
+    answer 404 with the JSON-RPC error -32001 "Session not found", which the SDK passes on
+    as it is (-32001 is also the code of a request timeout).
+    """
+    text = e.message.lower()
+    if e.code == mcp_types.INVALID_REQUEST and "session terminated" in text:
+        return True
+    return e.code in (mcp_types.INVALID_REQUEST, mcp_types.REQUEST_TIMEOUT) and (
+        "session not found" in text
+    )
 
 
 class ProgressCallback(Protocol):

@@ -32,7 +32,7 @@ from mcp.client.client import Client
 from mcp.shared.exceptions import MCPError
 
 from ..errors import ErrorCode, McpError
-from ._session import ProgressCallback
+from ._session import ProgressCallback, is_session_lost
 from .config import McpServerConfig
 
 __all__ = ["TaskCalls"]
@@ -182,10 +182,22 @@ class TaskCalls:
         token = f"toolweave-task-{next(_tokens)}" if progress is not None else None
         if token is not None:
             self._by_token[token] = watch
+        deadline = asyncio.timeout(timeout)
         try:
-            async with asyncio.timeout(timeout):
+            async with deadline:
                 return await self._run(client, name, arguments, timeout, token, watch)
+        except MCPError as e:
+            if watch.task_id is not None and is_session_lost(e):
+                # The call ran (a task exists, or existed): it must not be sent again on a
+                # new session, as a plain call that never reached the server would be.
+                raise MCPError(
+                    code=mcp_types.CONNECTION_CLOSED,
+                    message=f"the server ended the session while task {watch.task_id} ran",
+                ) from e
+            raise
         except TimeoutError:
+            if not deadline.expired():
+                raise
             if not watch.running:
                 raise MCPError(
                     code=mcp_types.REQUEST_TIMEOUT,

@@ -44,7 +44,7 @@ from ..errors import ErrorCode, McpError, ToolTimeoutError
 from ._errlog import errlog_file
 from ._listing import McpToolList, McpToolSource
 from ._loop import LoopThread
-from ._session import ProgressCallback
+from ._session import ProgressCallback, is_session_lost
 from ._tasks import TaskCalls
 from .config import McpServerConfig
 from .hooks import ElicitationHook, LogHook, McpClientHooks, RootsHook, SamplingHook
@@ -600,7 +600,7 @@ class _Core:
                     name, arguments, read_timeout_seconds=timeout, progress_callback=progress
                 )
             except MCPError as e:
-                if _is_session_lost(e) and attempt == 0:
+                if is_session_lost(e) and attempt == 0:
                     # The server no longer knows the session, so the call never ran: re-open
                     # and send it again (the MCP spec asks clients to start a new session).
                     conn.fail(f"the server ended the session ({e.message})")
@@ -625,14 +625,14 @@ class _Core:
     def _translate(
         self, e: MCPError, conn: _Connection, during: str, timeout: float | None
     ) -> McpError:
+        if _is_transport_failure(e):
+            return self._lost(conn, during, e)
         if e.code == mcp_types.REQUEST_TIMEOUT:
             return McpTimeoutError(
                 f"{self.config.describe()}: {during} did not finish within {timeout or 0:g} s; "
                 "a cancellation was sent to the server",
                 cause=e,
             )
-        if _is_transport_failure(e):
-            return self._lost(conn, during, e)
         return McpError(
             f"{self.config.describe()}: {during} failed with JSON-RPC error {e.code}: {e.message}",
             code=ErrorCode.MCP_EXECUTION_ERROR,
@@ -767,11 +767,7 @@ def _announces_tool_changes(client: Client) -> bool:
 
 
 def _is_transport_failure(e: MCPError) -> bool:
-    return e.code == mcp_types.CONNECTION_CLOSED or _is_session_lost(e)
-
-
-def _is_session_lost(e: MCPError) -> bool:
-    return e.code == mcp_types.INVALID_REQUEST and "session terminated" in e.message.lower()
+    return e.code == mcp_types.CONNECTION_CLOSED or is_session_lost(e)
 
 
 def _make_tools(core: _Core, tools: list[mcp_types.Tool]) -> McpToolList:
