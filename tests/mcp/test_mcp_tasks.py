@@ -51,7 +51,7 @@ async def task_log(client: McpClient) -> list[dict[str, Any]]:
 async def test_required_tools_are_listed_and_called_as_tasks(script: str) -> None:
     async with asyncio.timeout(TEST_TIMEOUT), McpClient(config(script)) as client:
         tools = {t.name: t for t in await client.list_tools()}
-        assert set(tools) == {"wait", "fail", "ask", "count", "maybe", "task_log"}
+        assert set(tools) == {"wait", "fail", "crash", "ask", "count", "maybe", "task_log"}
         assert tools["wait"].card.metadata["task_support"] == "required"
         assert tools["maybe"].card.metadata["task_support"] == "optional"
         assert await tools["wait"].ainvoke({"ms": 300, "text": "done waiting"}) == "done waiting"
@@ -80,6 +80,13 @@ async def test_a_failed_task_is_an_error_result(script: str) -> None:
         with pytest.raises(McpError, match="the disk is full") as info:
             await tools["fail"].ainvoke({})
         assert info.value.code == 182301
+
+
+async def test_a_task_that_failed_without_a_result_is_an_error(script: str) -> None:
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(config(script)) as client:
+        tools = {t.name: t for t in await client.list_tools()}
+        with pytest.raises(McpError, match="the task failed: Error: the worker crashed"):
+            await tools["crash"].ainvoke({})
 
 
 async def test_a_timeout_cancels_the_task(script: str) -> None:

@@ -2,7 +2,8 @@
 // (@modelcontextprotocol/sdk), over stdio (node ts_task_server.mjs) or streamable HTTP on
 // 127.0.0.1 (node ts_task_server.mjs http PORT; a session per client).
 // Task tools (execution.taskSupport "required" unless said): wait (completes after `ms`,
-// pollInterval `poll` ms, status notifications sent), fail (ends failed, isError), ask
+// pollInterval `poll` ms, status notifications sent), fail (ends failed, isError), crash
+// (ends failed with no result: tasks/result answers a JSON-RPC error), ask
 // (input_required: elicits a colour), count (progress under the call's token), maybe
 // ("optional": says whether it ran as a task). task_log (a plain tool) lists every task
 // the server created, with its status now. With NO_TASKS_CAPABILITY=1 the server does not
@@ -86,6 +87,19 @@ function makeServer() {
     handlers("fail", 50, async (taskId, _args, extra) => {
       await sleep(100);
       await finish(extra, taskId, "failed", text("the disk is full", true));
+    }),
+  );
+
+  server.experimental.tasks.registerToolTask(
+    "crash",
+    {
+      description: "A task whose work throws: it fails with no result stored.",
+      inputSchema: {},
+      execution: { taskSupport: "required" },
+    },
+    handlers("crash", 50, async () => {
+      await sleep(50);
+      throw new Error("the worker crashed");
     }),
   );
 

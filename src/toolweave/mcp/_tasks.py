@@ -99,11 +99,9 @@ class TaskCalls:
     def unlisted(self, client: Client) -> bool:
         """Whether the tools must be listed before a call, to know which take tasks: the
         server takes tasks and its tools were never listed (a call by name)."""
-        return (
-            not self._listed
-            and self.config.task_calls != "never"
-            and (_server_accepts_tasks(client))
-        )
+        if self._listed or self.config.task_calls == "never":
+            return False
+        return _server_accepts_tasks(client)
 
     def unusable(self, tool: mcp_types.Tool) -> str | None:
         """Why a listed tool cannot be called at all (``None``: it can)."""
@@ -198,7 +196,7 @@ class TaskCalls:
         except TimeoutError:
             if not deadline.expired():
                 raise
-            if not watch.running:
+            if watch.task_id is None:
                 raise MCPError(
                     code=mcp_types.REQUEST_TIMEOUT,
                     message=f"no task was created within {timeout or 0:g} s",
@@ -271,8 +269,9 @@ class TaskCalls:
                 code=e.code, message=f"the task failed{_said(task)} ({e.message})"
             ) from e
         watch.running = False
-        if task.status == "failed" and not result.is_error:
-            result = result.model_copy(update={"is_error": True})
+        if task.status == "failed" and not result.is_error:  # failed is an error, said or not
+            said = [mcp_types.TextContent(type="text", text=task.status_message or "failed")]
+            result = result.model_copy(update={"is_error": True, "content": result.content or said})
         return await _checked(client, name, result)
 
     async def _cancel(self, client: Client, watch: _Watch) -> None:
