@@ -67,7 +67,8 @@ async def test_parts_round_trip_through_serve_mcp_in_order() -> None:
         back = mcp_result_to_value(raw, "everything")
         assert isinstance(back, ToolExecutionResult)
         assert back.contents == PARTS  # order, annotations and every field kept
-        assert back.structured == {"n": 1} and back.text == "first\n\nbetween"
+        # "first" is for the user only (audience ["user"]): kept above, not in the model's text
+        assert back.structured == {"n": 1} and back.text == "between"
 
         raw = await client.call_tool("texty", {})
         value = mcp_result_to_value(raw, "texty")

@@ -511,3 +511,69 @@ def test_constrained_tool_calling_sends_parts_as_text() -> None:
     )
     text = messages[-1].text
     assert "a chart\n[image (image/png, 48 B): not shown, tool results go as text here]" in text
+
+
+USER_ONLY_CALLS: Calls = [
+    ("get-annotated-message", '{"messageType": "success", "includeImage": true}'),
+    ("get-annotated-message", '{"messageType": "debug", "includeImage": false}'),
+]
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini", "responses", "bedrock"])
+def test_parts_for_the_user_only_are_kept_but_not_sent_to_the_model(
+    server: ProviderServer, everything_tools: list[Any], provider: str
+) -> None:
+    """server-everything's annotated message: "success" text and the image are for
+    `audience: ["user"]`, "debug" text for `["assistant"]`. The model gets the debug text
+    only; the executions keep every part with its annotations."""
+    if provider == "bedrock":
+        pytest.importorskip("botocore")
+    by_name = {t.card.tool_name_on_server: t for t in everything_tools}
+    name = by_name["get-annotated-message"].name
+    wanted = [(name, arguments) for _, arguments in USER_ONLY_CALLS]
+    model = {
+        "openai": lambda: OpenAIChatModel("gpt-4o", api_key=SECRET, base_url=f"{server.url}/v1"),
+        "anthropic": lambda: AnthropicChatModel(
+            "claude-sonnet-4-5", api_key=SECRET, base_url=server.url
+        ),
+        "gemini": lambda: GeminiChatModel(
+            "gemini-3-pro-preview", api_key=SECRET, base_url=server.url
+        ),
+        "responses": lambda: OpenAIResponsesChatModel(
+            "gpt-5-mini", api_key=SECRET, base_url=f"{server.url}/v1"
+        ),
+        "bedrock": lambda: _bedrock_model(server),
+    }[provider]()
+    turns = {
+        "openai": _openai_turns,
+        "anthropic": _anthropic_turns,
+        "gemini": _gemini_turns,
+        "responses": _responses_turns,
+        "bedrock": _bedrock_turns,
+    }[provider](wanted)
+    server.enqueue(*turns)
+    no_sleep(model)
+    with model:
+        result = ToolService().tools(everything_tools).chat(model, None, [UserMessage("go")])
+    assert result.text == "done"
+    sent = server.requests[1].raw.decode("utf-8")
+    assert "Debug: Cache hit ratio" in sent
+    assert "Operation completed successfully" not in sent
+    success, debug = result.tool_executions
+    assert [(p.type, p.for_model) for p in success.contents] == [
+        ("text", False),
+        ("image", False),
+    ]
+    assert success.contents[0].annotations.audience == ("user",)  # type: ignore[union-attr]
+    assert success.result_text == ""
+    assert debug.result_text == "Debug: Cache hit ratio 0.95, latency 150ms"
+    image = success.contents[1]
+    assert isinstance(image, ImageContent) and image.data and image.data[:40] not in sent
+    check = {
+        "openai": check_openai_request,
+        "anthropic": check_anthropic_request,
+        "gemini": check_gemini_request,
+        "responses": check_responses_request,
+        "bedrock": _check_bedrock,
+    }[provider]
+    check(server.bodies[1])  # an empty tool result is still a valid request

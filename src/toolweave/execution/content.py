@@ -1,8 +1,9 @@
 """Content parts: the pieces of a tool result (or user message), in the order they came.
 
 Text, image, audio, file (a document, inline or by URL), resource link and embedded
-resource; each may carry MCP-style `Annotations` (audience, priority). Binary data is
-base64 text (`data`), so parts serialise to JSON as they are.
+resource; each may carry MCP-style `Annotations` (audience, priority). A part whose
+audience leaves out "assistant" stays in results but is not sent to the model
+(`for_model`). Binary data is base64 text (`data`), so parts serialise to JSON as they are.
 """
 
 from __future__ import annotations
@@ -39,6 +40,13 @@ class Annotations(BaseModel):
 class _Part(BaseModel):
     model_config = ConfigDict(frozen=True)
     annotations: Annotations | None = None
+
+    @property
+    def for_model(self) -> bool:
+        """Whether the part is sent to the model: not when its annotations name an audience
+        without "assistant" (`["user"]`: kept in the result for the application only)."""
+        audience = self.annotations.audience if self.annotations is not None else None
+        return not audience or "assistant" in audience
 
     def describe(self) -> str:
         """A one-line description: kind, type, size, name."""

@@ -89,7 +89,7 @@ def to_result(value: Any, tool_name: str) -> ToolExecutionResult:
         parts = tuple(value)
     else:
         return ToolExecutionResult(text=result_to_text(value, tool_name=tool_name), result=value)
-    text = "\n".join(p.text for p in parts if isinstance(p, TextContent))
+    text = "\n".join(p.text for p in parts if isinstance(p, TextContent) and p.for_model)
     return ToolExecutionResult(text=text, result=value, contents=parts)
 
 

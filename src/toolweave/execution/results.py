@@ -68,7 +68,9 @@ class ToolExecutionResult:
         """The text sent to the model (joined text parts for multimodal results; the
         structured value as JSON when there is nothing else)."""
         if self.contents is not None and not self.text:
-            return "\n".join(p.text for p in self.contents if isinstance(p, TextContent))
+            return "\n".join(
+                p.text for p in self.contents if isinstance(p, TextContent) and p.for_model
+            )
         if not self.text and self.structured is not None:
             from .text import result_to_text
 

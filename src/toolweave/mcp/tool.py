@@ -122,6 +122,8 @@ def mcp_result_to_value(result: mcp_types.CallToolResult, tool_name: str = "") -
     - ``isError`` → raises `McpError` (182301) whose message is the server's text, so an
       executor produces an error result the model can read;
     - only text blocks → the texts joined with a blank line (``"\\n\\n"``);
+    - a block whose ``audience`` leaves out ``"assistant"`` is kept as a part (so the
+      result is a list of parts) but not sent to the model;
     - images, audio, resources → a list of content parts in the server's order
       (`TextContent`, `ImageContent`, `AudioContent`, `EmbeddedResource`, `ResourceLink`),
       with their annotations;
@@ -136,7 +138,9 @@ def mcp_result_to_value(result: mcp_types.CallToolResult, tool_name: str = "") -
     media = False
     for block in result.content:
         part = _part(block)
-        if isinstance(part, TextContent):
+        if not part.for_model:  # for the user only: kept as a part, not in the model's text
+            media = True
+        elif isinstance(part, TextContent):
             texts.append(part.text)
         else:
             media = True

@@ -596,7 +596,7 @@ class BedrockChatModel(HttpChatModel):
         return blocks
 
     def _tool_result(self, message: ToolExecutionResultMessage) -> dict[str, Any]:
-        contents = message.contents or ()
+        contents = [p for p in message.contents or () if p.for_model]
         parts: list[dict[str, Any]] = []
         if message.text and not any(isinstance(p, TextContent) for p in contents):
             parts.append({"text": message.text})

@@ -2,7 +2,8 @@
 
 Every content part goes out as the best the API carries (see the table in
 docs/providers.md); a part that cannot be carried becomes a short text placeholder and a
-warning log, never an exception: the tool has already run. Pure functions:
+warning log, never an exception: the tool has already run. A part for the user only (its
+annotations' audience leaves out "assistant") is not sent at all. Pure functions:
 
 - `openai_chat_tool_result(message, model)` → the `role: tool` message and the parts of a
   following `user` message carrying its media (Chat Completions tool messages take text only);
@@ -111,7 +112,7 @@ def _item(part: ContentPart) -> _Item:
 
 
 def _items(message: ToolExecutionResultMessage) -> list[_Item]:
-    items = [_item(p) for p in message.contents or ()]
+    items = [_item(p) for p in message.contents or () if p.for_model]
     if message.text and not any(i.part.type == "text" for i in items):
         items.insert(0, _item(TextContent(text=message.text)))
     return items
@@ -154,7 +155,8 @@ def tool_result_text(message: ToolExecutionResultMessage, why: str) -> str:
 
 
 def _is_media(message: ToolExecutionResultMessage) -> bool:
-    return any(not isinstance(p, TextContent) for p in message.contents or ())
+    """Whether media goes to the model (else `message.text` is all it gets)."""
+    return any(not isinstance(p, TextContent) and p.for_model for p in message.contents or ())
 
 
 # OpenAI Chat Completions --------------------------------------------------------------------
