@@ -416,3 +416,20 @@ def test_the_public_extension_points_run_with_validation_and_callbacks(
     assert t.callbacks is not fw
     with pytest.raises(TypeError, match="CallbackFramework or None"):
         t.callbacks = "nope"  # type: ignore[assignment]
+
+
+async def test_a_function_with_only_star_args_receives_them() -> None:
+    @tool
+    def join(*names: str) -> str:
+        """Join."""
+        return ",".join(names)
+
+    @tool
+    async def ajoin(*names: str) -> str:
+        """Join."""
+        return ",".join(names)
+
+    for t in (join, ajoin):
+        assert t.invoke('{"names": ["x", "y"]}') == "x,y"
+        assert await t.ainvoke('{"names": ["x"]}') == "x"
+        assert await t.ainvoke("{}") == ""

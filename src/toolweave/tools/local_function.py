@@ -144,7 +144,7 @@ class LocalFunction(Tool):
                     )
                 value = param.default
             call[param.name] = value
-        if not fs.positional:
+        if not fs.positional and not fs.var_positional:
             return (), call
         args: list[Any] = [call.pop(name) for name in fs.positional if name in call]
         if fs.var_positional:
