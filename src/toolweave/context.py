@@ -88,7 +88,7 @@ def _not_supported(what: str) -> Exception:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ToolContext:
     """What a tool knows about the call it is serving, and its way back to the caller.
 
@@ -107,6 +107,23 @@ class ToolContext:
     """The callback framework in force for this call."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Anything else the caller attached."""
+
+    def __init__(
+        self,
+        tool_name: str,
+        request_id: str | None = None,
+        memory_id: Any = None,
+        context: Any = None,
+        callbacks: Any = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        # the slots' own setters: faster than the generated frozen __init__ (one per call)
+        _set_tool_name(self, tool_name)
+        _set_request_id(self, request_id)
+        _set_memory_id(self, memory_id)
+        _set_context(self, context)
+        _set_callbacks(self, callbacks)
+        _set_extra(self, {} if extra is None else extra)
 
     # the way back -------------------------------------------------------------------------------
     @property
@@ -186,6 +203,12 @@ class ToolContext:
         out = self._run(self.aelicit(message, schema), wait=True)
         assert out is not None
         return out
+
+
+_set_tool_name, _set_request_id, _set_memory_id, _set_context, _set_callbacks, _set_extra = (
+    getattr(ToolContext, name).__set__
+    for name in ("tool_name", "request_id", "memory_id", "context", "callbacks", "extra")
+)
 
 
 def _run_here(coro: Coroutine[Any, Any, T]) -> T:

@@ -518,3 +518,41 @@ async def test_sync_invoke_inside_a_running_loop_cancels_too() -> None:
     assert effects == ["cancelled", "cancelled"]
     # without a deadline the sync face still runs it to completion
     assert transfer.invoke({}) == "done" and effects[-1] == "transferred"
+
+
+def test_result_is_frozen_keyword_only_with_its_own_attributes() -> None:
+    a = ToolExecutionResult(text="x", result=1)
+    b = ToolExecutionResult(text="x", result=1)
+    assert a == b and a.attributes == {} and a.attributes is not b.attributes
+    assert (a.is_error, a.contents, a.structured, a.error) == (False, None, None, None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.text = "y"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        ToolExecutionResult("x")  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        ToolExecutionResult(result=1)  # type: ignore[call-arg]
+    c = dataclasses.replace(a, text="y", attributes={"k": 1})
+    assert (c.text, c.result, c.attributes) == ("y", 1, {"k": 1})
+    failed = ToolExecutionResult.failure("no", error=KeyError("k"))
+    assert failed.is_error and isinstance(failed.error, KeyError)
+    assert "text='x'" in repr(a)
+
+
+def test_context_takes_positional_or_keyword_arguments_and_is_frozen() -> None:
+    from toolweave import ToolContext
+
+    ctx = ToolContext("t", "call_1", "m", {"user": 1}, None, {"k": "v"})
+    assert ctx == ToolContext(
+        tool_name="t",
+        request_id="call_1",
+        memory_id="m",
+        context={"user": 1},
+        extra={"k": "v"},
+    )
+    bare = ToolContext("t")
+    assert bare.extra == {} and bare.extra is not ToolContext("t").extra
+    assert (bare.request_id, bare.memory_id, bare.context, bare.callbacks) == (None,) * 4
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ctx.tool_name = "u"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        ToolContext()  # type: ignore[call-arg]

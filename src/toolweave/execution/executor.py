@@ -110,14 +110,8 @@ class DefaultToolExecutor:
         context: Any,
         injected: dict[str, Any] | None = None,
     ) -> ToolContext:
-        return ToolContext(
-            tool_name=self.tool.card.name,
-            request_id=request.id,
-            memory_id=memory_id,
-            context=context,
-            callbacks=self.tool.callbacks,
-            extra=injected or {},
-        )
+        tool = self.tool
+        return ToolContext(tool.card.name, request.id, memory_id, context, tool.callbacks, injected)
 
     def _failed(self, error: Exception) -> ToolExecutionResult:
         if isinstance(error, (ToolArgumentsError, AbortError)):

@@ -28,7 +28,7 @@ class StructuredText(str):
         return (StructuredText, (str(self), self.structured))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, init=False)
 class ToolExecutionResult:
     """The outcome of one call (keyword arguments only).
 
@@ -48,6 +48,27 @@ class ToolExecutionResult:
     attributes: dict[str, Any] = field(default_factory=dict)
     error: BaseException | None = None
     """The exception behind an error result, when there was one."""
+
+    def __init__(
+        self,
+        *,
+        text: str,
+        is_error: bool = False,
+        result: Any = None,
+        contents: tuple[ContentPart, ...] | None = None,
+        structured: Any = None,
+        attributes: dict[str, Any] | None = None,
+        error: BaseException | None = None,
+    ) -> None:
+        # the slots' own setters: a frozen dataclass's generated __init__ goes through
+        # object.__setattr__ per field, twice as slow on the per-call path
+        _set_text(self, text)
+        _set_is_error(self, is_error)
+        _set_result(self, result)
+        _set_contents(self, contents)
+        _set_structured(self, structured)
+        _set_attributes(self, {} if attributes is None else attributes)
+        _set_error(self, error)
 
     @classmethod
     def success(cls, text: str, result: Any = None) -> ToolExecutionResult:
@@ -76,6 +97,28 @@ class ToolExecutionResult:
 
             return result_to_text(self.structured)
         return self.text
+
+
+(
+    _set_text,
+    _set_is_error,
+    _set_result,
+    _set_contents,
+    _set_structured,
+    _set_attributes,
+    _set_error,
+) = (
+    getattr(ToolExecutionResult, name).__set__
+    for name in (
+        "text",
+        "is_error",
+        "result",
+        "contents",
+        "structured",
+        "attributes",
+        "error",
+    )
+)
 
 
 @dataclass(frozen=True, slots=True)
