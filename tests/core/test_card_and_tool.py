@@ -14,8 +14,10 @@ from toolweave import (
     LocalFunction,
     ReturnBehavior,
     Tool,
+    ToolArgumentsError,
     ToolCard,
     ToolCardError,
+    ToolContext,
     ToolInfo,
     ToolNotSupportedError,
     tool,
@@ -416,6 +418,42 @@ def test_the_public_extension_points_run_with_validation_and_callbacks(
     assert t.callbacks is not fw
     with pytest.raises(TypeError, match="CallbackFramework or None"):
         t.callbacks = "nope"  # type: ignore[assignment]
+
+
+class _SyncThenAsync(Adder):
+    """Inherits the sync implementation and adds an async one."""
+
+    async def ainvoke_internal(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
+        return ("async", inputs["a"] + inputs["b"])
+
+
+async def test_each_subclass_runs_the_implementations_it_has() -> None:
+    card = ToolCard(name="add", input_params=ADD_SCHEMA)
+    assert await Adder(card).ainvoke({"a": 1, "b": 2}) == 3  # sync one, in a thread
+    both = _SyncThenAsync(card)
+    assert await both.ainvoke('{"a": 1, "b": 2}') == ("async", 3)
+    assert both.invoke({"a": 1, "b": 2}) == 3
+    assert await both.ainvoke({"a": 1, "b": 2}, timeout=5) == ("async", 3)
+    assert await Adder(card).ainvoke({"a": 1, "b": 2}, timeout=5) == 3
+
+
+async def test_an_async_function_gets_what_it_declares_on_every_path() -> None:
+    @tool
+    async def plain(a: int, b: int = 2) -> int:
+        """Add."""
+        return a + b
+
+    @tool
+    async def with_context(a: int, ctx: ToolContext) -> str:
+        """Name the tool."""
+        return f"{ctx.tool_name}:{a}"
+
+    assert await plain.ainvoke('{"a": 1}') == 3
+    assert await plain.ainvoke({"a": 1, "b": 5}, timeout=5) == 6
+    assert plain.invoke('{"a": 1}') == 3
+    assert await with_context.ainvoke('{"a": 4}') == "with_context:4"
+    with pytest.raises(ToolArgumentsError):
+        await plain.ainvoke('{"a": "one"}')
 
 
 async def test_a_function_with_only_star_args_receives_them() -> None:

@@ -7,11 +7,19 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["PREP_OPTIONS", "drop_none", "fill_defaults", "pop_timeout", "split_options"]
+__all__ = [
+    "OPTION_KEYS",
+    "PREP_OPTIONS",
+    "drop_none",
+    "fill_defaults",
+    "pop_timeout",
+    "split_options",
+]
 
 PREP_OPTIONS = ("skip_none_value", "skip_inputs_validate")
 _TIMEOUT_KEYS = ("timeout", "operation_timeout", "operationTimeout")
-_OPTION_KEYS = frozenset((*PREP_OPTIONS, *_TIMEOUT_KEYS))
+OPTION_KEYS = frozenset((*PREP_OPTIONS, *_TIMEOUT_KEYS))
+"""Every keyword argument of a call that is an option rather than for the implementation."""
 
 
 def pop_timeout(kwargs: dict[str, Any], default: float | None) -> float | None:
@@ -33,7 +41,7 @@ def split_options(
     kind `handles_timeout` itself, the timeout stays in `kwargs` as `timeout=` instead and
     `None` is returned for it.
     """
-    if _OPTION_KEYS.isdisjoint(kwargs):  # the common call: no options given
+    if OPTION_KEYS.isdisjoint(kwargs):  # the common call: no options given
         prep: dict[str, Any] = {}
         timeout = default_timeout
     else:

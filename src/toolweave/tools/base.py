@@ -46,7 +46,7 @@ from ..schema.arguments import PARSE_OFF_LOOP_BYTES, parse_arguments
 from ..schema.validation import ArgumentsValidator, JsonSchemaArgumentsValidator
 from . import _deadline
 from ._observation import SILENT, Observation, tool_span
-from ._preparation import drop_none, fill_defaults, pop_timeout, split_options
+from ._preparation import OPTION_KEYS, drop_none, fill_defaults, pop_timeout, split_options
 from .card import ToolCard, ToolInfo
 
 __all__ = ["EXTENSION_POINTS", "Tool", "pop_timeout"]
@@ -74,6 +74,15 @@ _NEAR_MISSES = {
 }
 
 
+_NO_OPTIONS: dict[str, Any] = {}
+"""The preparation options of a call that gives none (never mutated)."""
+
+
+def _parse_off_loop(inputs: Any) -> bool:
+    """Whether an async call parses `inputs` in a worker thread (a long raw string)."""
+    return isinstance(inputs, (str, bytes, bytearray)) and len(inputs) > PARSE_OFF_LOOP_BYTES
+
+
 class Tool:
     """Base class of all tools; see the module docstring for the contract.
 
@@ -83,8 +92,15 @@ class Tool:
     declared `class Base(Tool, abstract=True)`.
     """
 
+    _sync_impl: bool = False
+    """Whether the class implements `invoke_internal` (set per class, read per call)."""
+    _async_impl: bool = False
+    """Whether the class implements `ainvoke_internal`."""
+
     def __init_subclass__(cls, abstract: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        cls._sync_impl = cls.invoke_internal is not Tool.invoke_internal
+        cls._async_impl = cls.ainvoke_internal is not Tool.ainvoke_internal
         if abstract or any(getattr(cls, m) is not getattr(Tool, m) for m in EXTENSION_POINTS):
             return
         own = [k for k in cls.__mro__ if k is not Tool and k is not object]
@@ -176,7 +192,7 @@ class Tool:
     async def _aprepare_inputs(self, inputs: Any, prep: dict[str, Any]) -> dict[str, Any]:
         """`prepare_inputs` for async callers: a long raw argument string is parsed and
         validated in a worker thread, so the event loop is not held."""
-        if isinstance(inputs, (str, bytes, bytearray)) and len(inputs) > PARSE_OFF_LOOP_BYTES:
+        if _parse_off_loop(inputs):
             return await to_thread(self.prepare_inputs, inputs, **prep)
         return self.prepare_inputs(inputs, **prep)
 
@@ -206,6 +222,10 @@ class Tool:
         raise NotImplementedError
 
     def _implements(self, method: str) -> bool:
+        if method == "invoke_internal":
+            return self._sync_impl
+        if method == "ainvoke_internal":
+            return self._async_impl
         return getattr(type(self), method) is not getattr(Tool, method)
 
     def _async_first(self) -> bool:
@@ -240,6 +260,8 @@ class Tool:
     template method instead of cancelling the call itself."""
 
     def _split(self, kwargs: dict[str, Any]) -> tuple[dict[str, Any], float | None]:
+        if not self.handles_timeout and OPTION_KEYS.isdisjoint(kwargs):
+            return _NO_OPTIONS, self._card.timeout  # the common call: no options given
         return split_options(kwargs, self._card.timeout, self.handles_timeout)
 
     def _observation(self, kwargs: dict[str, Any]) -> Observation:
@@ -288,7 +310,10 @@ class Tool:
         prep, timeout = self._split(kwargs)
         if self.callbacks.count == 0 and not tracing_enabled():
             self._check_invoke()
-            return self._call_sync(self.prepare_inputs(inputs, **prep), timeout, kwargs)
+            args = self.prepare_inputs(inputs, **prep)
+            if timeout is None and self._sync_impl:
+                return self.invoke_internal(args, **kwargs)
+            return self._call_sync(args, timeout, kwargs)
         obs = self._observation(kwargs)
         with tool_span(self._card, kwargs) as s:
             inputs = obs.received(E.TOOL_INVOKE_INPUT, inputs)
@@ -311,9 +336,13 @@ class Tool:
         prep, timeout = self._split(kwargs)
         if self.callbacks.count == 0 and not tracing_enabled():
             self._check_invoke()
-            return await self._call_async(
-                await self._aprepare_inputs(inputs, prep), timeout, kwargs
-            )
+            if _parse_off_loop(inputs):
+                args = await to_thread(self.prepare_inputs, inputs, **prep)
+            else:
+                args = self.prepare_inputs(inputs, **prep)
+            if timeout is None and self._async_impl:
+                return await self.ainvoke_internal(args, **kwargs)
+            return await self._call_async(args, timeout, kwargs)
         obs = self._observation(kwargs)
         with tool_span(self._card, kwargs) as s:
             inputs = await obs.areceived(E.TOOL_INVOKE_INPUT, inputs)

@@ -8,7 +8,7 @@ import functools
 import inspect
 import types
 import typing
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping
 from typing import Any
 
 from .._utils.sync import iterate_sync, run_sync
@@ -67,6 +67,10 @@ class LocalFunction(Tool):
         super().__init__(card, callbacks=callbacks)
         self.func = func
         self._schema = schema
+        self._direct = schema is not None and not (
+            schema.injected or schema.var_positional or schema.positional
+        )
+        """True when the validated arguments are the call's keywords as they are."""
         self._static = False
         """True for a tool declared on a staticmethod: attribute access does not bind it."""
         self._context_names: tuple[str, ...] | None = None
@@ -206,13 +210,21 @@ class LocalFunction(Tool):
     def invoke_internal(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
         if self._is_generator:
             raise self._generator_error()
-        args, call = self._call_arguments(inputs, kwargs)
-        result = self.func(*args, **call)
+        if self._direct:
+            result = self.func(**inputs)
+        else:
+            args, call = self._call_arguments(inputs, kwargs)
+            result = self.func(*args, **call)
         if type(result) not in _PLAIN and inspect.isawaitable(result):
             return run_sync(_await(result))
         return result
 
-    async def ainvoke_internal(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
+    def ainvoke_internal(self, inputs: dict[str, Any], **kwargs: Any) -> Coroutine[Any, Any, Any]:
+        if self._direct and self._is_async:
+            return self.func(**inputs)  # type: ignore[no-any-return]  # its own coroutine
+        return self._ainvoke(inputs, kwargs)
+
+    async def _ainvoke(self, inputs: dict[str, Any], kwargs: dict[str, Any]) -> Any:
         if self._is_generator:
             raise self._generator_error()
         args, call = self._call_arguments(inputs, kwargs)
