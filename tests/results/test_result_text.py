@@ -183,3 +183,34 @@ def test_a_failing_str_names_the_leaf(value: Any, path: str) -> None:
     assert info.value.details["path"] == path
     assert path in info.value.message and "_Unprintable" in info.value.message
     assert isinstance(info.value.cause, RuntimeError)
+
+
+json_values = st.recursive(
+    json_leaf,
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(st.text(max_size=5), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values)
+def test_json_data_becomes_exactly_what_json_dumps_gives(value: Any) -> None:
+    if isinstance(value, str) or value is None:
+        return  # sent as is / "Success"
+    assert result_to_text(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def test_threads_encoding_the_same_value_at_once_all_get_its_json() -> None:
+    import concurrent.futures
+
+    shared = {"items": [{"n": i, "tags": ["a", "b"]} for i in range(50)], "more": {"x": [1, 2]}}
+    expected = json.dumps(shared, separators=(",", ":"))
+
+    def encode_many() -> set[str]:
+        return {result_to_text(shared) for _ in range(300)}
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        outcomes = set().union(*pool.map(lambda _: encode_many(), range(8)))
+    assert outcomes == {expected}

@@ -23,6 +23,7 @@ from typing import Any
 import pydantic_core
 from pydantic import BaseModel
 
+from .._utils.jsonencode import json_encoder
 from ..errors import ToolExecutionError
 
 __all__ = ["json_value", "result_to_text"]
@@ -46,7 +47,7 @@ def result_to_text(result: Any, *, tool_name: str | None = None) -> str:
         return "Success"
     try:
         try:
-            return _ENCODER.encode(result)
+            return _encode(result)
         except TypeError:  # dict keys json cannot take (tuples, objects): name them by str()
             try:
                 return json.dumps(
@@ -219,5 +220,5 @@ def _path_of(value: Any, leaf: Any, path: str, seen: set[int]) -> str | None:
     return None
 
 
-_ENCODER = json.JSONEncoder(default=_default, ensure_ascii=False, separators=(",", ":"))
-"""Built once: `json.dumps` with options builds an encoder on every call."""
+_encode = json_encoder(_default, separators=(",", ":"))
+"""Compact JSON with our rules for other values, set up once."""

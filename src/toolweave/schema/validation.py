@@ -30,6 +30,7 @@ import pydantic
 from pydantic import BaseModel
 
 from .._utils.jsondepth import nested_deeper_than
+from .._utils.jsonencode import json_encoder
 from ..errors import ToolArgumentsError, ToolCardError
 from .arguments import MAX_ARGUMENTS_BYTES, parse_arguments
 
@@ -52,13 +53,13 @@ class ArgumentsValidator(Protocol):
     def validate_python(self, data: Mapping[str, Any]) -> dict[str, Any]: ...
 
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, default=repr)
-"""Built once: `json.dumps` with options would build an encoder on every call."""
+_encode = json_encoder(repr)
+"""`json.dumps(value, ensure_ascii=False, default=repr)`, set up once."""
 
 
 def _short(value: Any) -> str:
     try:
-        text = _ENCODER.encode(value)
+        text = _encode(value)
     except (TypeError, ValueError, RecursionError):
         text = repr(value)
     return text if len(text) <= _INPUT_REPR_LIMIT else text[: _INPUT_REPR_LIMIT - 3] + "..."
