@@ -114,8 +114,8 @@ class DefaultToolExecutor:
         return ToolContext(tool.card.name, request.id, memory_id, context, tool.callbacks, injected)
 
     def _failed(self, error: Exception) -> ToolExecutionResult:
-        if isinstance(error, (ToolArgumentsError, AbortError)):
-            raise error
+        """The error result for an exception from the tool (bad arguments and aborts are
+        raised by the callers before this)."""
         wrapped = (
             error
             if isinstance(error, ToolExecutionError)
@@ -148,6 +148,8 @@ class DefaultToolExecutor:
         try:
             value = await self.tool.ainvoke(request.arguments, tool_context=ctx, **kwargs)
             return to_result(value, self.tool.card.name)
+        except (ToolArgumentsError, AbortError):
+            raise
         except Exception as e:
             return self._failed(e)
 
@@ -165,6 +167,8 @@ class DefaultToolExecutor:
         try:
             value = self.tool.invoke(request.arguments, tool_context=ctx, **kwargs)
             return to_result(value, self.tool.card.name)
+        except (ToolArgumentsError, AbortError):
+            raise
         except Exception as e:
             return self._failed(e)
 

@@ -71,7 +71,7 @@ def format_errors(
     """The message a model receives for invalid arguments: one line per problem."""
     lines = [f"Invalid arguments for tool {tool_name!r}:" if tool_name else "Invalid arguments:"]
     for err in errors:
-        loc = ".".join(str(p) for p in err.get("loc", ())) or "(arguments)"
+        loc = ".".join(map(str, err.get("loc", ()))) or "(arguments)"
         msg = err.get("msg", "invalid value")
         if "input" in err and err.get("type") not in ("missing",):
             lines.append(f"- {loc}: {msg} (got {_short(err['input'])})")
@@ -98,6 +98,9 @@ def _pydantic_errors(
             item["input"] = err.get("input")
         out.append(item)
     return out
+
+
+_PARSE_ERRORS = frozenset(("json_invalid", "model_type", "model_attributes_type"))
 
 
 class ModelArgumentsValidator:
@@ -162,16 +165,25 @@ class ModelArgumentsValidator:
             return self._kwargs(self._validator.validate_json(raw))
         except pydantic.ValidationError as e:
             errs = e.errors(include_url=False, include_context=False)
-            retry = any(
-                err["type"] in ("json_invalid", "model_type", "model_attributes_type")
-                or not err["loc"]
-                or (err["loc"][0] in self._json_fields and isinstance(err.get("input"), str))
-                or (err.get("input", 0) is None and err["type"] != "missing")
-                for err in errs
-            )
-            if not retry:
+            if not self._parse_may_help(errs):
                 raise self._fail(e, errs) from None
         return self.validate_python(parse_arguments(raw, tool_name=self.tool_name))
+
+    def _parse_may_help(self, errs: list[Any]) -> bool:
+        """Whether the errors of the one-pass validation may go once the string is parsed
+        (repaired, double-encoded fields decoded, nulls dropped) and validated as a dict."""
+        json_fields = self._json_fields
+        for err in errs:
+            kind = err["type"]
+            loc = err["loc"]
+            if (
+                kind in _PARSE_ERRORS
+                or not loc
+                or (loc[0] in json_fields and isinstance(err.get("input"), str))
+                or (err.get("input", 0) is None and kind != "missing")
+            ):
+                return True
+        return False
 
     def validate_python(self, data: Mapping[str, Any]) -> dict[str, Any]:
         """Validate an already-parsed dict of arguments."""
