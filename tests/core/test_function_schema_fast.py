@@ -207,3 +207,75 @@ def test_docstring_fast_path_matches_auto_detection(doc: str | None) -> None:
         auto.returns and auto.returns.description
     )
     assert len(fast.meta) == len(auto.meta)
+
+
+class Tree(BaseModel):
+    name: str
+    children: list[Tree] = []
+
+
+def f_nested(tree: Tree, at: Point, tags: list[str] | None = None) -> None:
+    """A recursive model (its schema has definitions) and a plain one."""
+
+
+def f_extra(a: Annotated[int, P(name="A")], b: int = Field(3, ge=0), **more: Any) -> None:
+    """A renamed parameter, a constrained default and extra keywords."""
+
+
+@pytest.mark.parametrize(
+    ("fn", "inputs"),
+    [
+        (f_scalars, ['{"a": "x", "b": "2", "c": 1, "d": true}', '{"a": 1, "b": 2.5, "d": "no"}']),
+        (
+            f_nested,
+            [
+                '{"tree": {"name": "r", "children": [{"name": "c"}]}, "at": {"x": 1}}',
+                '{"tree": {"children": [{}]}, "at": {"x": "one"}, "tags": "a"}',
+                '{"tree": {"name": "r"}, "at": {"x": 1}, "tags": null}',
+            ],
+        ),
+        (f_extra, ['{"A": 1, "z": [1]}', '{"A": 1, "b": -1}', '{"a": 1}', "[1]", "{bad"]),
+    ],
+)
+def test_validating_the_fields_alone_gives_what_the_model_gives(
+    fn: Any, inputs: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    validation = importlib.import_module("toolweave.schema.validation")
+    fast = fs_module.function_schema(fn, name="f").validator
+    assert fast._fields_only
+    monkeypatch.setattr(validation, "_fields_validator", lambda model: None)
+    through_model = fs_module.function_schema(fn, name="f").validator
+    assert not through_model._fields_only
+
+    def outcome(validator: Any, raw: str) -> Any:
+        try:
+            return validator.validate_json(raw), validator.validate_python(json.loads(raw))
+        except (ToolArgumentsError, ValueError) as e:
+            return type(e), str(e)
+
+    for raw in inputs:
+        assert outcome(fast, raw) == outcome(through_model, raw), raw
+
+
+def test_a_model_with_its_own_validator_is_validated_as_a_model() -> None:
+    from pydantic import model_validator
+
+    from toolweave.schema.validation import ModelArgumentsValidator
+
+    class Range(BaseModel):
+        low: int
+        high: int
+
+        @model_validator(mode="after")
+        def ordered(self) -> Range:
+            if self.low > self.high:
+                raise ValueError("low is above high")
+            return self
+
+    validator = ModelArgumentsValidator(
+        Range, tool_name="r", field_to_param={"low": "low", "high": "high"}
+    )
+    assert not validator._fields_only
+    assert validator.validate_json('{"low": 1, "high": "2"}') == {"low": 1, "high": 2}
+    with pytest.raises(ToolArgumentsError, match="low is above high"):
+        validator.validate_json('{"low": 3, "high": 2}')

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 import pydantic
 from pydantic import BaseModel
+from pydantic_core import SchemaValidator
 
 from .._utils.jsondepth import nested_deeper_than
 from .._utils.jsonencode import json_encoder
@@ -100,6 +101,33 @@ def _pydantic_errors(
     return out
 
 
+def _fields_validator(model: type[BaseModel]) -> SchemaValidator | None:
+    """A validator of `model`'s fields alone, when the model is nothing more (no model
+    validators, custom __init__ or post-init): it gives ``(values, extra, fields_set)``
+    without building an instance, the same values and errors, in about half the time.
+    None when the model's core schema is not of that shape."""
+    schema: Any = model.__pydantic_core_schema__
+    definitions: Any = None
+    if schema.get("type") == "definitions":
+        definitions, schema = schema, schema.get("schema")
+    if (
+        not isinstance(schema, dict)
+        or schema.get("type") != "model"
+        or schema.get("custom_init")
+        or schema.get("root_model")
+        or schema.get("post_init")
+        or schema.get("schema", {}).get("type") != "model-fields"
+    ):
+        return None
+    fields = schema["schema"]
+    if definitions is not None:
+        fields = {**definitions, "schema": fields}
+    try:
+        return SchemaValidator(fields, schema.get("config"))
+    except Exception:  # a schema pydantic-core will not take on its own: use the model's
+        return None
+
+
 _PARSE_ERRORS = frozenset(("json_invalid", "model_type", "model_attributes_type"))
 
 
@@ -108,6 +136,7 @@ class ModelArgumentsValidator:
 
     __slots__ = (
         "_field_to_param",
+        "_fields_only",
         "_identity",
         "_json_fields",
         "_null_defaults",
@@ -128,7 +157,12 @@ class ModelArgumentsValidator:
     ) -> None:
         self.model = model
         self.tool_name = tool_name
-        self._validator = model.__pydantic_validator__
+        fields_validator = _fields_validator(model)
+        self._fields_only = fields_validator is not None
+        """Whether `_validator` checks the fields alone (see `_fields_validator`)."""
+        self._validator: Any = (
+            fields_validator if fields_validator is not None else model.__pydantic_validator__
+        )
         self._field_to_param = field_to_param
         self._identity = all(k == v for k, v in field_to_param.items())
         self._json_fields = json_fields
@@ -136,13 +170,17 @@ class ModelArgumentsValidator:
         """Parameters whose default applies when the model sends null (strict-mode schemas)."""
         self.expected = [f.alias or n for n, f in model.model_fields.items()]
 
-    def _kwargs(self, instance: BaseModel) -> dict[str, Any]:
-        values = instance.__dict__
-        if self._identity:
-            out = dict(values)
-        else:
-            out = {self._field_to_param[k]: v for k, v in values.items()}
-        extra = instance.__pydantic_extra__
+    def _kwargs(self, validated: Any) -> dict[str, Any]:
+        if self._fields_only:  # (values, extra, fields set); values is a new dict
+            values, extra, _ = validated
+            if self._identity:
+                return values | extra if extra else values  # type: ignore[no-any-return]
+        else:  # a model instance
+            values = validated.__dict__
+            extra = validated.__pydantic_extra__
+            if self._identity:
+                return values | extra if extra else dict(values)  # type: ignore[no-any-return]
+        out = {self._field_to_param[k]: v for k, v in values.items()}
         if extra:
             out.update(extra)
         return out
