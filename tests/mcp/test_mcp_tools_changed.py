@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -88,3 +89,20 @@ async def test_a_filtered_listing_is_a_snapshot() -> None:
         service = ToolService().tools(tools)
         await service.achat(model, None, "grow")
     assert set(offered(model.requests[1])) == {"add_tool", "drop_tool", "describe"}
+
+
+async def test_a_change_before_the_listing_is_registered_is_not_lost() -> None:
+    """The server changes its list after `list_tools()` answered but before the service
+    registered the listing: the first request already offers the new list."""
+    heard = threading.Event()
+    model = ScriptedChatModel([AiMessage("done")])
+    async with (
+        asyncio.timeout(TEST_TIMEOUT),
+        McpClient(stdio_config(CHANGING), on_tools_changed=heard.set) as c,
+    ):
+        tools = await c.list_tools()
+        await c.call_tool("add_tool", {"name": "early"})
+        assert await asyncio.to_thread(heard.wait, TEST_TIMEOUT)
+        service = ToolService().tools(tools)
+        await service.achat(model, None, "hi")
+    assert "early" in offered(model.requests[0])

@@ -4,28 +4,35 @@ registers it follows the server's ``notifications/tools/list_changed``."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import mcp_types
 
 from .tool import McpTool
 
-if TYPE_CHECKING:
-    from .client import _Core
-
 
 class McpToolSource:
-    """One server's tools as a `toolweave.tools.source.ToolSource`."""
+    """One server's tools as a `toolweave.tools.source.ToolSource`; `core` is the client's
+    `_Core` (not imported: the client imports this module)."""
 
     def __init__(
-        self, core: _Core, make: Callable[[_Core, list[mcp_types.Tool]], list[McpTool]]
+        self,
+        core: Any,
+        make: Callable[[Any, list[mcp_types.Tool]], list[McpTool]],
+        seen: int,
     ) -> None:
         self._core = core
         self._make = make
+        self._seen = seen
+        """How many changes the client had heard of when the listing was asked for."""
 
     def watch(self, on_change: Callable[[], None]) -> None:
-        """Call `on_change` on the server's ``tools/list_changed``."""
-        self._core.hooks.watch_tools(on_change)
+        """Call `on_change` on the server's ``tools/list_changed`` (at once when the list
+        changed since the listing was asked for)."""
+        hooks = self._core.hooks
+        hooks.watch_tools(on_change)
+        if hooks.tool_changes != self._seen:
+            on_change()
 
     async def alist(self) -> list[McpTool]:
         """List the server's tools again."""

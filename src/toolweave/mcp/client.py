@@ -770,7 +770,7 @@ def _is_transport_failure(e: MCPError) -> bool:
     return e.code == mcp_types.CONNECTION_CLOSED or is_session_lost(e)
 
 
-def _make_tools(core: _Core, tools: list[mcp_types.Tool]) -> McpToolList:
+def _make_tools(core: _Core, tools: list[mcp_types.Tool], seen: int = 0) -> McpToolList:
     """One tool per remote name (a name listed again is dropped with a warning: calls could
     not tell the two apart); model-facing names are made unique in listing order. Tools
     that require a task-augmented call the client will not make are left out (with a
@@ -794,7 +794,7 @@ def _make_tools(core: _Core, tools: list[mcp_types.Tool]) -> McpToolList:
         card = McpToolCard.from_mcp(t, core.config, taken=taken)
         taken.add(card.name)
         out.append(McpTool(card, core))
-    return McpToolList(out, McpToolSource(core, _make_tools))
+    return McpToolList(out, McpToolSource(core, _make_tools, seen))
 
 
 class McpClient:
@@ -863,7 +863,8 @@ class McpClient:
 
     async def list_tools(self) -> list[McpTool]:
         """The server's tools as `McpTool`s bound to this client (all pages)."""
-        return _make_tools(self._core, await self._core.list_tools())
+        seen = self._core.hooks.tool_changes  # before listing: a change during it counts
+        return _make_tools(self._core, await self._core.list_tools(), seen)
 
     async def call_tool(
         self,
@@ -986,7 +987,8 @@ class SyncMcpClient:
 
     def list_tools(self) -> list[McpTool]:
         """The server's tools as `McpTool`s (their `invoke` and `ainvoke` both work)."""
-        return _make_tools(self._core, self._core.run_sync(self._core.list_tools()))
+        seen = self._core.hooks.tool_changes  # before listing: a change during it counts
+        return _make_tools(self._core, self._core.run_sync(self._core.list_tools()), seen)
 
     def call_tool(
         self, name: str, arguments: dict[str, Any] | None = None, timeout: float | None = None

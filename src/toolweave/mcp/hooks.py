@@ -117,6 +117,8 @@ class McpClientHooks:
         self._sampled: collections.deque[float] = collections.deque()
         self._watchers: tuple[Callable[[], Callable[[], None] | None], ...] = ()
         self._watch_lock = threading.Lock()
+        self.tool_changes = 0
+        """How many ``tools/list_changed`` the server sent (listings compare it)."""
 
     def watch_tools(self, on_change: Callable[[], None]) -> None:
         """Call `on_change` on ``tools/list_changed`` too (a bound method is held weakly)."""
@@ -128,6 +130,7 @@ class McpClientHooks:
 
     async def tools_changed(self) -> None:
         """The server said its tool list changed: tell the watchers, then the user's hook."""
+        self.tool_changes += 1
         for ref in self._watchers:
             watcher = ref()
             if watcher is not None:
