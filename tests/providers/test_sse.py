@@ -47,6 +47,12 @@ def test_whole_stream() -> None:
     events = _run([STREAM.encode()])
     assert events == EXPECTED
     assert events[-1].is_done and not events[0].is_done
+    # the decoder builds its events without the dataclass __init__: they are the same
+    # frozen, hashable values
+    assert [type(e) for e in events] == [SSEEvent] * len(EXPECTED)
+    assert {*events} == {*EXPECTED} and [repr(e) for e in events] == [repr(e) for e in EXPECTED]
+    with pytest.raises(AttributeError):  # FrozenInstanceError
+        events[0].data = "changed"  # type: ignore[misc]
 
 
 def test_byte_by_byte() -> None:

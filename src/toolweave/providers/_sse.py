@@ -112,8 +112,7 @@ class SSEDecoder:
         if last:
             self._pending.append(last)
         events: list[SSEEvent] = []
-        for line in lines:
-            self._line(line, events)
+        self._lines(lines, events)
         self._check(self._pending_size)
         return events
 
@@ -128,43 +127,58 @@ class SSEDecoder:
         rest = self._decoder.decode(b"", final=True)
         if rest:
             events.extend(self.feed(rest))
+        lines = [""]
         if self._pending:
-            self._line("".join(self._pending), events)
+            lines.insert(0, "".join(self._pending))
             self._pending = []
             self._pending_size = 0
-        self._line("", events)
+        self._lines(lines, events)
         return events
 
-    def _line(self, line: str, events: list[SSEEvent]) -> None:
-        if not line:
-            if self._data or self._event is not None:
-                events.append(
-                    SSEEvent(
-                        data="\n".join(self._data),
-                        event=self._event,
-                        id=self._id,
-                        retry=self._retry,
-                    )
-                )
-            self._data = []
-            self._data_size = 0
-            self._event = None
-            self._retry = None
-            return
-        if line[0] == ":":
-            return
-        field, sep, value = line.partition(":")
-        if sep and value.startswith(" "):
-            value = value[1:]
-        if field == "data":
-            self._data.append(value)
-            if self._limit is not None:
-                self._data_size += len(value) + 1
-                self._check(0)
-        elif field == "event":
-            self._event = value
-        elif field == "id":
-            if "\0" not in value:
-                self._id = value
-        elif field == "retry" and value.isdigit():
-            self._retry = int(value)
+    def _lines(self, lines: list[str], events: list[SSEEvent]) -> None:
+        # one loop with locals: a stream is mostly `data:` lines and blank lines
+        data = self._data
+        limit = self._limit
+        for line in lines:
+            if not line:
+                if data or self._event is not None:
+                    events.append(_event("\n".join(data), self._event, self._id, self._retry))
+                    data = self._data = []
+                    self._data_size = 0
+                    self._event = None
+                self._retry = None
+                continue
+            if line[0] == ":":
+                continue
+            field, sep, value = line.partition(":")
+            if sep and value[:1] == " ":
+                value = value[1:]
+            if field == "data":
+                data.append(value)
+                if limit is not None:
+                    self._data_size += len(value) + 1
+                    self._check(0)
+            elif field == "event":
+                self._event = value
+            elif field == "id":
+                if "\0" not in value:
+                    self._id = value
+            elif field == "retry" and value.isdigit():
+                self._retry = int(value)
+
+
+_new = object.__new__
+_set_data, _set_event, _set_id, _set_retry = (
+    vars(SSEEvent)[name].__set__ for name in ("data", "event", "id", "retry")
+)
+
+
+def _event(data: str, event: str | None, id: str | None, retry: int | None) -> SSEEvent:
+    """`SSEEvent(data, event, id, retry)` without the frozen dataclass's `__init__`, whose
+    `object.__setattr__` per field costs twice the slot setters (once per event)."""
+    out = _new(SSEEvent)
+    _set_data(out, data)
+    _set_event(out, event)
+    _set_id(out, id)
+    _set_retry(out, retry)
+    return out
