@@ -22,14 +22,14 @@ from ..tools.card import _card_error
 __all__ = [
     "McpClientType",
     "McpServerConfig",
-    "TaskCalls",
+    "TaskCallPolicy",
     "mcp_model_tool_name",
     "mcp_model_tool_prefix",
     "sanitize_tool_name",
 ]
 
 McpClientType = Literal["stdio", "streamable-http", "sse"]
-TaskCalls = Literal["when_required", "when_allowed", "never"]
+TaskCallPolicy = Literal["when_required", "when_allowed", "never"]
 
 _INVALID_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 _MAX_NAME = 64
@@ -109,7 +109,7 @@ class McpServerConfig(BaseModel):
     """Ceiling on ``maxTokens`` of the server's sampling requests (with a sampling hook)."""
     sampling_max_per_minute: int | None = 30
     """Sampling requests the server may make per minute; more are refused."""
-    task_calls: TaskCalls = "when_required"
+    task_calls: TaskCallPolicy = "when_required"
     """Task-augmented calls (MCP 2025-11-25 tasks): ``"when_required"`` for tools whose
     ``execution.taskSupport`` is ``"required"``; ``"when_allowed"`` also for ``"optional"``
     ones; ``"never"`` (tools that require a task are then left out of `list_tools`)."""
