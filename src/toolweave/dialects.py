@@ -26,7 +26,14 @@ parameter) and `x-*` extensions from the top-level properties.
   `{"name", "description"?, "input_schema", "strict"?}`. `input_schema` is the canonical
   object schema unchanged. Strict (only when `strict`/`card.strict` is True) sets
   `additionalProperties: false` on every object (free-form objects are a `SchemaError`) and
-  sends `"strict": true`; `required` is kept as it is.
+  sends `"strict": true`; `required` is kept as it is. Keywords strict tool use does not
+  take move into the description as `key=value` notes: numeric bounds (`minimum`,
+  `maximum`, `exclusiveMinimum`, `exclusiveMaximum`, `multipleOf`), `minLength`,
+  `maxLength`, array bounds but `minItems` 0 or 1, `uniqueItems`, `contains`,
+  `minProperties`, `maxProperties`, `patternProperties`, `propertyNames` and `format`s
+  other than date-time, time, date, duration, email, hostname, uri, ipv4, ipv6, uuid;
+  `default` is dropped and said in the description (`Default: "c".`), `$schema`,
+  `discriminator`, `examples` are dropped.
 `gemini_function_declaration(card, mode="openapi")` — one `functionDeclarations[]` entry.
   `mode="json_schema"` sends `parametersJsonSchema`: the canonical schema without `title`
   and `$schema`, `const` as a one-value `enum`. `mode="openapi"` sends `parameters` in the
@@ -354,12 +361,44 @@ def openai_responses_tool(card: ToolCard, strict: bool | None = None) -> dict[st
     return _cached(card, ("responses", strict), build)  # type: ignore[no-any-return]
 
 
+# Anthropic strict tool use (structured outputs): keywords its docs list as unsupported go
+# into the description as notes (a 400 otherwise); `default` is said there too, as the
+# official SDK's transform does. The executor still enforces all of them.
+_ANTHROPIC_DROPPED = ("default", "$schema", "discriminator", "examples")
+_ANTHROPIC_MOVED = (
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "maxItems",
+    "uniqueItems",
+    "contains",
+    "minContains",
+    "maxContains",
+    "minProperties",
+    "maxProperties",
+    "patternProperties",
+    "propertyNames",
+)
+_ANTHROPIC_FORMATS = {*_OPENAI_FORMATS, "uri"}
+
+
 def _anthropic_strict_node(schema: Any, where: str) -> Any:
     if isinstance(schema, list):
         return [_anthropic_strict_node(s, where) for s in schema]
     if not isinstance(schema, Mapping):
         return schema
-    s = dict(schema)
+    s = {k: v for k, v in schema.items() if k not in _ANTHROPIC_DROPPED}
+    notes = [f"{k}={s.pop(k)}" for k in _ANTHROPIC_MOVED if k in s]
+    if s.get("minItems", 0) not in (0, 1):
+        notes.append(f"minItems={s.pop('minItems')}")
+    fmt = s.get("format")
+    if fmt is not None and fmt not in _ANTHROPIC_FORMATS:
+        notes.append(f"format={s.pop('format')}")
+    _note(s, notes)
     if _is_object(s):
         extra = s.get("additionalProperties")
         if extra not in (None, False):
@@ -370,7 +409,8 @@ def _anthropic_strict_node(schema: Any, where: str) -> Any:
     for key, value in list(s.items()):
         if key == "properties" and isinstance(value, Mapping):
             s[key] = {
-                n: _anthropic_strict_node(p, f"{where}.{n}".lstrip(".")) for n, p in value.items()
+                n: _anthropic_strict_node(_with_default_note(p, False), f"{where}.{n}".lstrip("."))
+                for n, p in value.items()
             }
         elif key in ("items", "anyOf", "oneOf", "allOf", "prefixItems"):
             s[key] = _anthropic_strict_node(value, where)
@@ -381,7 +421,8 @@ def _anthropic_strict_node(schema: Any, where: str) -> Any:
 
 @_guarded
 def to_anthropic_strict(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """`additionalProperties: false` on every object; `SchemaError` for free-form objects."""
+    """The Anthropic strict form of an object schema (see the module docstring);
+    `SchemaError` for free-form objects."""
     out = _anthropic_strict_node(copy_json(dict(schema)), "")
     assert isinstance(out, dict)
     return out

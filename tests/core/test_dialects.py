@@ -18,6 +18,7 @@ from toolweave import (
     DefaultToolExecutor,
     LocalFunction,
     SchemaError,
+    ToolArgumentsError,
     ToolCard,
     ToolExecutionRequest,
     ToolParameters,
@@ -356,6 +357,83 @@ def test_anthropic_strict() -> None:
     assert out["input_schema"]["required"] == ["city"]  # kept as is
     ANTHROPIC.validate_python(out)
     assert "strict" not in anthropic_tool(tool(t_simple).card)
+
+
+class Box(BaseModel):
+    side: Annotated[float, Field(gt=0, multiple_of=0.5)] = 1.0
+
+
+def t_bounded(
+    city: Annotated[str, Field(min_length=2, max_length=40, pattern="^[A-Z]")],
+    n: Annotated[int, Field(ge=1, le=10)] = 3,
+    tags: Annotated[list[str], Field(min_length=2, max_length=5)] = ["a", "b"],  # noqa: B006
+    one: Annotated[list[int], Field(min_length=1)] = [1],  # noqa: B006
+    link: Annotated[str, Field(json_schema_extra={"format": "uri-reference"})] = "/x",
+    when: datetime.date | None = None,
+    boxes: list[Box] | None = None,
+) -> str:
+    """Search.
+
+    Args:
+        n: How many.
+    """
+    return city
+
+
+_ANTHROPIC_UNSUPPORTED = {
+    "default",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "maxItems",
+    "uniqueItems",
+}
+
+
+def _keywords(schema: Any) -> set[str]:
+    """Every keyword used anywhere in `schema` (property names excluded)."""
+    found: set[str] = set()
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("properties", "$defs"):
+                    stack.extend(value.values())
+                else:
+                    found.add(key)
+                    stack.append(value)
+    return found
+
+
+def test_anthropic_strict_moves_unsupported_keywords_into_descriptions() -> None:
+    t = tool(t_bounded, strict=True)
+    out = anthropic_tool(t.card)
+    ANTHROPIC.validate_python(out)
+    schema = out["input_schema"]
+    assert not _keywords(schema) & _ANTHROPIC_UNSUPPORTED, _keywords(schema)
+    props = schema["properties"]
+    assert props["city"]["pattern"] == "^[A-Z]"  # supported: kept
+    assert props["city"]["description"] == "minLength=2, maxLength=40"
+    assert props["n"]["description"] == "How many. Default: 3. (minimum=1, maximum=10)"
+    assert "maxItems=5" in props["tags"]["description"]
+    assert "minItems=2" in props["tags"]["description"]
+    assert props["one"]["minItems"] == 1  # 0 and 1 are supported
+    assert "format" not in props["link"] and "format=uri-reference" in props["link"]["description"]
+    assert props["when"]["anyOf"][0]["format"] == "date"
+    assert "exclusiveMinimum=0" in schema["$defs"]["Box"]["properties"]["side"]["description"]
+    assert schema["required"] == ["city"]
+    # the tool itself still enforces every constraint the schema no longer carries
+    with pytest.raises(ToolArgumentsError):
+        t.invoke({"city": "Paris", "n": 11})
+    # not strict: the canonical schema, untouched
+    assert anthropic_tool(tool(t_bounded).card)["input_schema"]["properties"]["n"]["maximum"] == 10
 
 
 def test_dialects_are_cached_per_card() -> None:
