@@ -7,9 +7,10 @@ progress, and the ``task_calls`` policy for optional tools."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
-import shutil
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,8 @@ import pytest
 from mcp_support import BROKEN, TEST_TIMEOUT, free_port, stdio_config, wait_for_port
 from npm_support import TS_SDK, npm_install
 
+from toolweave import AiMessage
+from toolweave.chat.scripted import ScriptedChatModel
 from toolweave.context import ElicitationResult
 from toolweave.errors import ErrorCode, McpError, ToolTimeoutError
 from toolweave.mcp import McpClient, McpServerConfig, McpTimeoutError, SyncMcpClient
@@ -29,9 +32,15 @@ HERE = Path(__file__).resolve().parent
 
 @pytest.fixture(scope="module")
 def script() -> str:
+    # Next to node_modules, so its imports resolve; named after its content, since test runs
+    # of other checkouts share that directory.
+    source = (HERE / "ts_task_server.mjs").read_bytes()
     root = npm_install(TS_SDK).parent
-    path = root / "ts_task_server.mjs"  # next to node_modules, so its imports resolve
-    shutil.copyfile(HERE / "ts_task_server.mjs", path)
+    path = root / f"ts_task_server-{hashlib.sha1(source).hexdigest()[:12]}.mjs"
+    if not path.exists():
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(source)
+        tmp.replace(path)
     return str(path)
 
 
@@ -51,7 +60,16 @@ async def task_log(client: McpClient) -> list[dict[str, Any]]:
 async def test_required_tools_are_listed_and_called_as_tasks(script: str) -> None:
     async with asyncio.timeout(TEST_TIMEOUT), McpClient(config(script)) as client:
         tools = {t.name: t for t in await client.list_tools()}
-        assert set(tools) == {"wait", "fail", "crash", "ask", "count", "maybe", "task_log"}
+        assert set(tools) == {
+            "wait",
+            "fail",
+            "crash",
+            "ask",
+            "ask_model",
+            "count",
+            "maybe",
+            "task_log",
+        }
         assert tools["wait"].card.metadata["task_support"] == "required"
         assert tools["maybe"].card.metadata["task_support"] == "optional"
         assert await tools["wait"].ainvoke({"ms": 300, "text": "done waiting"}) == "done waiting"
@@ -147,6 +165,17 @@ async def test_input_required_is_answered_by_the_elicitation_hook(script: str) -
         tools = {t.name: t for t in await client.list_tools()}
         assert await tools["ask"].ainvoke({}) == "accept: teal"
     assert [r.message for r in asked] == ["Which colour?"]
+
+
+async def test_input_required_is_answered_by_the_sampling_hook(script: str) -> None:
+    model = ScriptedChatModel([AiMessage("heron")])
+    async with (
+        asyncio.timeout(TEST_TIMEOUT),
+        McpClient(config(script), sampling=model) as client,
+    ):
+        tools = {t.name: t for t in await client.list_tools()}
+        assert await tools["ask_model"].ainvoke({}) == "the model said heron"
+    assert model.requests[0].messages[-1].text == "One word?"  # type: ignore[union-attr]
 
 
 async def test_progress_reaches_the_call_for_the_whole_task(script: str) -> None:

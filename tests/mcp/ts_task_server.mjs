@@ -3,7 +3,8 @@
 // 127.0.0.1 (node ts_task_server.mjs http PORT; a session per client).
 // Task tools (execution.taskSupport "required" unless said): wait (completes after `ms`,
 // pollInterval `poll` ms, status notifications sent), fail (ends failed, isError), crash
-// (ends failed with no result: tasks/result answers a JSON-RPC error), ask
+// (ends failed with no result: tasks/result answers a JSON-RPC error), ask_model
+// (input_required: asks the client's model), ask
 // (input_required: elicits a colour), count (progress under the call's token), maybe
 // ("optional": says whether it ran as a task). task_log (a plain tool) lists every task
 // the server created, with its status now. With NO_TASKS_CAPABILITY=1 the server does not
@@ -17,7 +18,7 @@ import {
   InMemoryTaskMessageQueue,
   InMemoryTaskStore,
 } from "@modelcontextprotocol/sdk/experimental/tasks";
-import { ElicitResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CreateMessageResultSchema, ElicitResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 
 const taskStore = new InMemoryTaskStore();
@@ -129,6 +130,31 @@ function makeServer() {
       );
       await extra.taskStore.updateTaskStatus(taskId, "working");
       await finish(extra, taskId, "completed", text(`${answer.action}: ${answer.content?.colour}`));
+    }),
+  );
+
+  server.experimental.tasks.registerToolTask(
+    "ask_model",
+    {
+      description: "Ask the client's model for a word.",
+      inputSchema: {},
+      execution: { taskSupport: "required" },
+    },
+    handlers("ask_model", 50, async (taskId, _args, extra) => {
+      await extra.taskStore.updateTaskStatus(taskId, "input_required", "asking the model");
+      const answer = await extra.sendRequest(
+        {
+          method: "sampling/createMessage",
+          params: {
+            messages: [{ role: "user", content: { type: "text", text: "One word?" } }],
+            maxTokens: 5,
+          },
+        },
+        CreateMessageResultSchema,
+        { relatedTask: { taskId } },
+      );
+      await extra.taskStore.updateTaskStatus(taskId, "working");
+      await finish(extra, taskId, "completed", text(`the model said ${answer.content.text}`));
     }),
   );
 
