@@ -340,3 +340,39 @@ def test_json_schema_card_with_bad_defaults_runs() -> None:
         "city": "x",
         "unit": "kelvin",
     }
+
+
+@pytest.mark.parametrize(
+    ("schema", "args", "accepted"),
+    [
+        # No properties named (many MCP servers declare only this): any key is an argument.
+        ({"type": "object"}, {"size": 3, "path": "a"}, True),
+        ({"type": "object", "additionalProperties": False}, {"size": 3}, False),
+        # Named properties: a key outside them is an error the model can act on.
+        ({"type": "object", "properties": {"a": {"type": "integer"}}}, {"b": 1}, False),
+        ({"type": "object", "properties": {}}, {"b": 1}, False),
+        (
+            {"type": "object", "properties": {}, "patternProperties": {"^x_": {"type": "integer"}}},
+            {"x_1": 1},
+            True,
+        ),
+        (
+            {
+                "type": "object",
+                "patternProperties": {"^x_": {"type": "integer"}},
+                "additionalProperties": False,
+            },
+            {"y": 1},
+            False,
+        ),
+    ],
+)
+def test_unknown_keys_are_refused_only_where_the_schema_names_its_keys(
+    schema: dict[str, Any], args: dict[str, Any], accepted: bool
+) -> None:
+    validator = JsonSchemaArgumentsValidator(schema, tool_name="t")
+    if accepted:
+        assert validator.validate_python(args) == args
+    else:
+        with pytest.raises(ToolArgumentsError):
+            validator.validate_python(args)

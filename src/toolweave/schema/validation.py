@@ -356,7 +356,15 @@ class JsonSchemaArgumentsValidator:
             if v is not None and isinstance(required, list) and k in required
         }
         extra = self.schema.get("additionalProperties")
-        self._extra_allowed = extra is True or isinstance(extra, Mapping)
+        # Keys the schema does not name are refused (a misspelt argument gets a clear error)
+        # only when it names some: `{"type": "object"}` alone, as many MCP servers declare,
+        # accepts any, and patternProperties are left to the schema validator.
+        self._extra_allowed = (
+            extra is True
+            or isinstance(extra, Mapping)
+            or "patternProperties" in self.schema
+            or (extra is None and not isinstance(props, Mapping))
+        )
 
     def validate_json(self, raw: str | bytes) -> dict[str, Any]:
         """Parse (with repair) and validate the model's raw argument string."""
@@ -401,7 +409,9 @@ class JsonSchemaArgumentsValidator:
                             "type": "missing",
                         }
                     )
-                elif err.validator == "additionalProperties" and not loc:
+                elif (
+                    err.validator == "additionalProperties" and not loc and not self._extra_allowed
+                ):
                     continue  # reported above, one line per key
                 else:
                     errors.append(
