@@ -32,7 +32,7 @@ import mcp_types
 import pydantic
 from mcp.client.client import Client
 from mcp.client.sse import sse_client
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -45,6 +45,7 @@ from ._errlog import errlog_file
 from ._listing import McpToolList, McpToolSource
 from ._loop import LoopThread
 from ._session import ProgressCallback, is_session_lost
+from ._stdio_transport import MessageTooLargeError, stdio_transport
 from ._tasks import TaskCalls
 from .config import McpServerConfig
 from .hooks import ElicitationHook, LogHook, McpClientHooks, RootsHook, SamplingHook
@@ -159,6 +160,19 @@ class _WatchedReadStream:
         return result
 
 
+def _why(error: Exception) -> str:
+    """The first reason `error` gives, short (a pydantic error's first line names only the
+    model; its first error says what was wrong)."""
+    if isinstance(error, pydantic.ValidationError) and error.errors():
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        text = f"{where}: {first['msg']}" if where else first["msg"]
+    else:
+        lines = str(error).strip().splitlines()
+        text = lines[0] if lines else type(error).__name__
+    return text[:200]
+
+
 class _Connection:
     """One live SDK `Client`, owned by one task on the private loop."""
 
@@ -188,8 +202,10 @@ class _Connection:
 
     # signals from the transport ----------------------------------------------------------
     def bad_message(self, error: Exception) -> None:
-        text = str(error).strip().splitlines()
-        reason = f"the server sent a message that is not valid JSON-RPC ({text[0][:200] if text else type(error).__name__})"
+        if isinstance(error, MessageTooLargeError):
+            reason = f"the server sent {error}"
+        else:
+            reason = f"the server sent a message that is not valid JSON-RPC ({_why(error)})"
         log.warning("%s: %s", self.config.describe(), reason)
         # A stdio server that writes anything but JSON-RPC to stdout is broken, and its
         # pending requests would never be answered: fail the connection. Over HTTP a bad
@@ -223,7 +239,9 @@ class _Connection:
             if cfg.client_type == "stdio":
                 params = StdioServerParameters(**cfg.stdio_parameters())
                 errlog = stack.enter_context(errlog_file(self.errlog))
-                read, write = await stack.enter_async_context(stdio_client(params, errlog))
+                read, write = await stack.enter_async_context(
+                    stdio_transport(params, errlog, cfg.max_message_bytes)
+                )
             elif cfg.client_type == "streamable-http":
                 # Redirects stay off: the SDK's transport follows same-origin ones itself.
                 http = httpx2.AsyncClient(

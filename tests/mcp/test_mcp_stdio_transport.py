@@ -1,0 +1,65 @@
+"""toolweave's stdio transport (mcp/_stdio_transport.py) against a hand-written server that
+sends what a well-behaved one never would: a result of tens of megabytes on one line, a
+line over `max_message_bytes`, a lone surrogate escape; and a server that ignores its
+stdin closing and SIGTERM, with a child of its own. A real subprocess each time."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+import pytest
+from mcp_support import SERVERS, stdio_config
+
+from toolweave.errors import McpError
+from toolweave.mcp import McpClient
+
+RAW = str(SERVERS / "mcp_raw_stdio_server.py")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split(") ")[-1].startswith("Z"))
+
+
+async def test_a_fifty_megabyte_result_arrives_whole() -> None:
+    # The SDK's reader joined its buffer with every chunk: a minute for 50 MB on a quiet
+    # machine. call_timeout is a hang guard only.
+    size = 50_000_000
+    async with McpClient(stdio_config(RAW, name="raw", call_timeout=30)) as client:
+        tools = {t.card.name: t for t in await client.list_tools()}
+        text = await tools["big"].ainvoke({"size": size})
+    assert len(text) == size and set(text) == {"x"}
+
+
+async def test_a_message_over_max_message_bytes_fails_its_call_and_the_next_call_works() -> None:
+    config = stdio_config(RAW, name="raw", call_timeout=30, max_message_bytes=1_000_000)
+    async with McpClient(config) as client:
+        tools = {t.card.name: t for t in await client.list_tools()}
+        with pytest.raises(McpError) as caught:
+            await tools["big"].ainvoke({"size": 3_000_000})
+        assert "max_message_bytes" in str(caught.value)
+        assert await tools["big"].ainvoke({"size": 999_000}) == "x" * 999_000
+
+
+async def test_a_lone_surrogate_from_the_server_becomes_u_fffd() -> None:
+    async with McpClient(stdio_config(RAW, name="raw", call_timeout=30)) as client:
+        tools = {t.card.name: t for t in await client.list_tools()}
+        assert await tools["surrogate"].ainvoke({}) == "a\ufffdb"
+
+
+async def test_a_server_ignoring_stdin_and_sigterm_is_killed_with_its_child() -> None:
+    async with McpClient(stdio_config(RAW, "stubborn", name="raw", call_timeout=30)) as client:
+        tools = {t.card.name: t for t in await client.list_tools()}
+        server, child = map(int, (await tools["family"].ainvoke({})).split())
+        assert _alive(server) and _alive(child)
+    deadline = time.monotonic() + 30  # a hang guard: the kill comes after about 4 s
+    while (_alive(server) or _alive(child)) and time.monotonic() < deadline:  # noqa: ASYNC110
+        await asyncio.sleep(0.05)
+    assert not _alive(server) and not _alive(child)
