@@ -118,6 +118,24 @@ def test_fragments_before_a_bad_event_stay_in_their_call() -> None:
     assert [(r.id, r.arguments) for r in aggregator.requests] == [("call_0", expected)]
 
 
+def test_reading_requests_mid_stream_does_not_change_a_call_id() -> None:
+    """`requests` before a call's id has arrived gives it a stand-in id; the call keeps the
+    id its fragments bring (it used to keep the stand-in and append the real id to it)."""
+
+    def chunk(fragment: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        delta = {"tool_calls": [fragment]} if fragment else {}
+        return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    aggregator = OpenAIStreamAggregator()
+    aggregator.feed_chunk(chunk({"index": 0, "function": {"name": "f", "arguments": "{"}}))
+    assert aggregator.requests[0].id.startswith("call_")  # a stand-in, nothing arrived yet
+    aggregator.feed_chunk(chunk({"index": 0, "id": "call_real", "function": {"arguments": "}"}}))
+    events = aggregator.feed_chunk(chunk({}, "tool_calls")) + aggregator.finish()
+    completed = [e.request for e in events if isinstance(e, CompleteToolCall)]
+    assert [(r.id, r.name, r.arguments) for r in completed] == [("call_real", "f", "{}")]
+    assert events[-1].response.ai_message.tool_execution_requests == tuple(completed)
+
+
 @st.composite
 def _decorated_streams(
     draw: st.DrawFn,

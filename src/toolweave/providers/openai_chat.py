@@ -436,11 +436,12 @@ class OpenAIStreamAggregator:
         call = self._calls[index]
         if call.request is not None:
             return call.request
-        if not call.id:
-            call.id = f"call_{uuid.uuid4().hex[:24]}"
+        # a stand-in id is not kept: the call may still be waiting for its own
         args = "".join(call.parts)
         return ToolExecutionRequest(
-            id=call.id, name=call.name or "", arguments=args if args.strip() else "{}"
+            id=call.id or f"call_{uuid.uuid4().hex[:24]}",
+            name=call.name or "",
+            arguments=args if args.strip() else "{}",
         )
 
     def _complete(self, index: int, events: list[StreamEvent]) -> None:
