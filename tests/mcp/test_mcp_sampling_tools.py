@@ -94,3 +94,16 @@ async def test_a_sampling_callback_does_not_declare_tools() -> None:
     async with asyncio.timeout(TEST_TIMEOUT), McpClient(stdio_config(SERVER), sampling=answer) as c:
         got = data(await c.call_tool("forecast", {"city": "Rome"}))
     assert "tools" in got["error"] and got["results"] == []
+
+
+async def test_tools_sent_to_a_callback_anyway_are_an_error_to_the_server() -> None:
+    asked: list[Any] = []
+
+    async def answer(params: Any) -> str:
+        asked.append(params)
+        return "unused"
+
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(stdio_config(SERVER), sampling=answer) as c:
+        got = data(await c.call_tool("forecast", {"city": "Rome", "raw": True}))
+    assert "does not support tools in sampling" in got["error"]
+    assert asked == []

@@ -4,7 +4,8 @@
 `forecast {"city": C, "choice": "auto"|"required"|"none"}` sends the question with a
 `get.weather` tool; while the answer asks for tools (``tool_use``, stop reason
 ``toolUse``) it runs them itself and sends the ``tool_result`` back in a follow-up request.
-It returns JSON: every result the client sent (``results``) and the final text. Without the
+It returns JSON: every result the client sent (``results``) and the final text.
+``"raw": true`` sends one request with tools without the SDK's capability check. Without the
 client's ``sampling.tools`` capability the SDK refuses to send tools: the tool says so.
 Run: ``python mcp_sampling_tools_server.py`` (stdio).
 """
@@ -56,6 +57,17 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         )
     ]
     results: list[Any] = []
+    if args.get("raw"):  # send tools whatever the client declared (the SDK would refuse)
+        request = types.CreateMessageRequest(
+            params=types.CreateMessageRequestParams(
+                messages=messages, max_tokens=50, tools=[WEATHER], tool_choice=choice
+            )
+        )
+        try:
+            await ctx.session.send_request(request, types.CreateMessageResultWithTools)
+        except Exception as e:
+            return answer({"error": str(e), "results": results})
+        return answer({"results": ["answered"]})
     for _ in range(4):
         try:
             result = await ctx.session.create_message(

@@ -185,6 +185,14 @@ class McpClientHooks:
 
     def _sampling(self, config: McpServerConfig) -> Any:
         async def sample(ctx: Any, params: mcp_types.CreateMessageRequestParams) -> Any:
+            model = callable(getattr(self.sampling, "achat", None))
+            if not model and (params.tools or params.tool_choice is not None):
+                # the spec: without the sampling.tools capability, tools are an error
+                return mcp_types.ErrorData(
+                    code=mcp_types.INVALID_PARAMS,
+                    message="this client does not support tools in sampling "
+                    "(it did not declare sampling.tools)",
+                )
             now = time.monotonic()
             window = self._sampled
             while window and now - window[0] > 60.0:
@@ -204,7 +212,7 @@ class McpClientHooks:
                 hook = self.sampling
                 if hook is None:
                     raise RuntimeError("no sampling hook")
-                if callable(getattr(hook, "achat", None)):
+                if model:
                     return await _sample_with_model(hook, params)
                 answer = await cast(SamplingCallback, hook)(params)
             except Exception as e:  # the server gets an error, the connection lives on
