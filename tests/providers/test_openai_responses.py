@@ -842,3 +842,66 @@ def test_a_history_with_foreign_output_items_is_still_sent(
     server.enqueue({"json": FINAL})
     model.chat(ChatRequest([UserMessage("hello"), ai, UserMessage("again")]))
     assert server.bodies[0]["input"][1] == {"role": "assistant", "content": "Hi."}
+
+
+@pytest.mark.parametrize("arguments_done", [True, False], ids=["arguments-done", "item-only"])
+def test_the_finished_item_names_a_call_the_earlier_events_did_not(
+    server: ProviderServer, model: OpenAIResponsesChatModel, arguments_done: bool
+) -> None:
+    """A server whose `output_item.added` lacks the name and call_id (and streams the
+    arguments) is completed from `output_item.done`: the call runs as get_weather with its
+    own id, once, and the final response agrees."""
+    added = {"type": "function_call", "id": "fc_1", "arguments": ""}
+    done = {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": "call_1",
+        "name": "get_weather",
+        "arguments": '{"city":"Oslo"}',
+    }
+    events: list[dict[str, Any]] = [
+        {"type": "response.output_item.added", "output_index": 0, "item": added},
+        {"type": "response.function_call_arguments.delta", "output_index": 0, "delta": '{"ci'},
+        {
+            "type": "response.function_call_arguments.delta",
+            "output_index": 0,
+            "delta": 'ty":"Oslo"}',
+        },
+    ]
+    if arguments_done:
+        events.append(
+            {
+                "type": "response.function_call_arguments.done",
+                "output_index": 0,
+                "arguments": '{"city":"Oslo"}',
+            }
+        )
+    events += [
+        {"type": "response.output_item.done", "output_index": 0, "item": done},
+        {"type": "response.completed", "response": _response([done])},
+    ]
+    server.enqueue({"sse": [f"data: {json.dumps(e)}\n\n" for e in events]})
+    out = list(model.stream(ChatRequest([UserMessage(Q)], PARAMS)))
+    completes = [e for e in out if isinstance(e, CompleteToolCall)]
+    assert [(c.request.id, c.request.name, c.request.arguments) for c in completes] == [
+        ("call_1", "get_weather", '{"city":"Oslo"}')
+    ]
+    last = out[-1]
+    assert isinstance(last, ResponseCompleted)
+    assert calls_of(last.response) == [["call_1", "get_weather", '{"city":"Oslo"}']]
+
+
+def test_a_call_still_open_at_the_end_is_completed_from_the_final_object(
+    server: ProviderServer, model: OpenAIResponsesChatModel
+) -> None:
+    added = {"type": "function_call", "id": "fc_1", "arguments": ""}
+    final = {**added, "call_id": "call_1", "name": "get_weather", "arguments": '{"city":"Oslo"}'}
+    events = [
+        {"type": "response.output_item.added", "output_index": 0, "item": added},
+        {"type": "response.completed", "response": _response([final])},
+    ]
+    server.enqueue({"sse": [f"data: {json.dumps(e)}\n\n" for e in events]})
+    out = list(model.stream(ChatRequest([UserMessage(Q)], PARAMS)))
+    completes = [e for e in out if isinstance(e, CompleteToolCall)]
+    assert [(c.request.id, c.request.name) for c in completes] == [("call_1", "get_weather")]
+    assert calls_of(out[-1].response) == [["call_1", "get_weather", '{"city":"Oslo"}']]  # type: ignore[union-attr]

@@ -186,8 +186,10 @@ class ResponsesStreamParser:
 
     Function calls are numbered in the order their items are added (reasoning and message
     items take output indexes too); each call's argument deltas are `PartialToolCall`s and
-    the call is complete (`CompleteToolCall`) at `response.function_call_arguments.done` or
-    its `response.output_item.done`, whichever comes first; nothing changes it afterwards.
+    the call is complete (`CompleteToolCall`) at `response.function_call_arguments.done` when
+    its name and id are known, else at its `response.output_item.done`, whose item is the
+    source of truth for the name, id and arguments (as is the final object for a call still
+    open when the response ends); nothing changes a completed call afterwards.
     The stream ends with `response.completed` / `response.incomplete`, whose response object
     is authoritative for the final message; `response.failed` and `error` events raise.
     """
@@ -240,23 +242,29 @@ class ResponsesStreamParser:
                 out.append(PartialToolCall(index, None, None, str(data["delta"])))
         elif kind == "response.function_call_arguments.done":
             index = self._calls.get(int(data["output_index"]))
-            if index is not None:
+            if index is not None and self._names[index] and self._ids[index]:
                 self._complete(index, data.get("arguments"), out)
+            elif index is not None and self._requests[index] is None:
+                arguments = data.get("arguments")  # the call's item, when done, names it
+                if isinstance(arguments, str):
+                    self._parts[index] = [arguments]
         elif kind == "response.output_item.done":
             item = data["item"]
             if item.get("type") == "function_call":
                 position = int(data["output_index"])
                 if position not in self._calls:
                     self._start(position, item, out)
-                index = self._calls[position]
-                if item.get("call_id") and self._requests[index] is None:
-                    self._ids[index] = item["call_id"]
-                self._complete(index, item.get("arguments"), out)
+                self._complete_from_item(self._calls[position], item, out)
         elif kind in ("response.completed", "response.incomplete"):
             self._final = parse_response(data["response"], self._transport)
-            for index in range(len(self._requests)):
+            output = data["response"]["output"]
+            for position, index in self._calls.items():
                 if self._requests[index] is None:
-                    self._complete(index, None, out)
+                    item = output[position] if position < len(output) else None
+                    if isinstance(item, Mapping) and item.get("type") == "function_call":
+                        self._complete_from_item(index, item, out)
+                    else:
+                        self._complete(index, None, out)
             text = self._final.ai_message.text
             if text and not self._text_streamed:  # only in the final object
                 out.append(TextDelta(text))
@@ -301,6 +309,32 @@ class ResponsesStreamParser:
         args = item.get("arguments") or ""
         self._parts.append([args] if args else [])
         out.append(PartialToolCall(index, call_id, name, args))
+
+    def _complete_from_item(
+        self, index: int, item: Mapping[str, Any], out: list[StreamEvent]
+    ) -> None:
+        """Complete a call from its finished item, the source of truth for its name, id and
+        arguments where earlier events lacked or differ from them. A call already complete
+        stays as it was announced (a difference is logged)."""
+        name = item.get("name") or None
+        call_id = item.get("call_id") or None
+        arguments = item.get("arguments")
+        if not (isinstance(arguments, str) and arguments.strip()):
+            arguments = None  # lacking: the streamed arguments stand
+        request = self._requests[index]
+        if request is not None:
+            if (name and name != request.name) or (arguments and arguments != request.arguments):
+                logger.warning(
+                    "openai responses stream: call %d's finished item differs from the call "
+                    "already completed; keeping the completed call",
+                    index,
+                )
+            return
+        if (name and name != self._names[index]) or (call_id and call_id != self._ids[index]):
+            self._names[index] = name or self._names[index]
+            self._ids[index] = call_id or self._ids[index]
+            out.append(PartialToolCall(index, self._ids[index], self._names[index], ""))
+        self._complete(index, arguments, out)
 
     def _complete(self, index: int, arguments: Any, out: list[StreamEvent]) -> None:
         if self._requests[index] is not None:
