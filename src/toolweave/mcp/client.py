@@ -252,7 +252,9 @@ class _Connection:
                 )
                 await stack.enter_async_context(http)
                 read, write = await stack.enter_async_context(
-                    streamable_http_client(cfg.url, http_client=http)
+                    streamable_http_client(
+                        cfg.url, http_client=http, max_sse_event_size=cfg.max_message_bytes
+                    )
                 )
             else:
                 read, write = await stack.enter_async_context(
@@ -534,6 +536,8 @@ class _Core:
 
     def _lost(self, conn: _Connection, during: str, cause: BaseException | None) -> McpError:
         reason = conn.problem or "the connection was lost"
+        if conn.problem is None and isinstance(cause, MCPError) and cause.message:
+            reason = f"{reason} ({cause.message[:300]})"  # e.g. an SSE event over the limit
         conn.fail(reason)
         return _connection_error(
             self.config,

@@ -110,7 +110,8 @@ class McpServerConfig(BaseModel):
     sampling_max_per_minute: int | None = 30
     """Sampling requests the server may make per minute; more are refused."""
     max_message_bytes: int = Field(default=64 * 1024 * 1024, gt=0)
-    """The longest message a stdio server may send; a longer one is dropped, and the call
+    """The longest message a server may send (a stdio line, or one event of a streamable
+    HTTP stream; the SDK's default there is 1 MiB); a longer one is dropped, and the call
     it answered fails with `McpError` (a hostile server cannot fill the memory)."""
     task_calls: TaskCallPolicy = "when_required"
     """Task-augmented calls (MCP 2025-11-25 tasks): ``"when_required"`` for tools whose

@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
-from mcp_support import SERVERS, stdio_config
+from mcp_support import SERVERS, start_server, stdio_config
 
 from toolweave.errors import McpError
-from toolweave.mcp import McpClient
+from toolweave.mcp import McpClient, McpServerConfig
 
 RAW = str(SERVERS / "mcp_raw_stdio_server.py")
 
@@ -63,3 +63,22 @@ async def test_a_server_ignoring_stdin_and_sigterm_is_killed_with_its_child() ->
     while (_alive(server) or _alive(child)) and time.monotonic() < deadline:  # noqa: ASYNC110
         await asyncio.sleep(0.05)
     assert not _alive(server) and not _alive(child)
+
+
+async def test_an_http_event_over_the_sdks_default_limit_arrives_and_ours_is_named() -> None:
+    # The SDK refuses server-sent events over 1 MiB by default; max_message_bytes (64 MiB)
+    # applies to streamable HTTP too, and a refusal says which limit it was.
+    server = start_server([str(SERVERS / "mcp_raw_http_server.py")])
+    try:
+        url = f"http://127.0.0.1:{server.port}/mcp"
+        config = McpServerConfig(server_name="raw", params={"url": url}, call_timeout=30)
+        async with McpClient(config) as client:
+            tools = {t.card.name: t for t in await client.list_tools()}
+            assert await tools["big"].ainvoke({"size": 3_000_000}) == "x" * 3_000_000
+        small = config.model_copy(update={"max_message_bytes": 1_000_000})
+        async with McpClient(small) as client:
+            tools = {t.card.name: t for t in await client.list_tools()}
+            with pytest.raises(McpError, match="1000000 byte limit"):
+                await tools["big"].ainvoke({"size": 2_000_000})
+    finally:
+        server.stop()
