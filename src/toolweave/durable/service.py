@@ -663,7 +663,10 @@ class DurableToolService(ToolService):
             return
         plans = []
         for _, call in segment:
-            start = None if self._entries[call.name].card.idempotent else DBOS.reserve_step()
+            # .get: an MCP server's tools/list_changed may have swapped the tools since the
+            # round began; a tool now unknown is treated as not idempotent.
+            entry = self._entries.get(call.name)
+            start = None if entry is not None and entry.card.idempotent else DBOS.reserve_step()
             body = DBOS.reserve_step()
             plans.append((call, start, body))
 
@@ -701,7 +704,8 @@ class DurableToolService(ToolService):
             out: dict[str, Any] = await DBOS.run_step_async({"name": name}, fn)
             return out
 
-        idempotent = call.name in self._entries and self._entries[call.name].card.idempotent
+        entry = self._entries.get(call.name)
+        idempotent = entry is not None and entry.card.idempotent
         return await self._durable_call(call, ctx, None if idempotent else step, step)
 
     # one tool call ----------------------------------------------------------------------------
