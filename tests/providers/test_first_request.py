@@ -24,7 +24,13 @@ from toolweave import (
 from toolweave.errors import AuthenticationError
 from toolweave.local import LlamaServer
 from toolweave.local.server import DEFAULT_MAX_TOKENS
-from toolweave.providers import AnthropicChatModel, GeminiChatModel, OpenAIChatModel
+from toolweave.providers import (
+    AnthropicChatModel,
+    GeminiChatModel,
+    OpenAIChatModel,
+    clear_probe_cache,
+    probe_capabilities,
+)
 
 from .conftest import no_sleep
 
@@ -188,3 +194,24 @@ def test_the_local_model_defaults(tmp_path: Path) -> None:
     kept = server.chat_model(default_parameters=ChatRequestParameters(temperature=0))
     body = kept.build_request_body(ChatRequest([UserMessage("hi")]))
     assert body["max_tokens"] == DEFAULT_MAX_TOKENS and body["temperature"] == 0
+
+
+@pytest.mark.parametrize(("cls", "name", "var"), CLOUD, ids=lambda v: getattr(v, "__name__", v))
+def test_the_probe_fails_fast_without_a_key(cls: Any, name: str, var: str) -> None:
+    sent: list[httpx2.Request] = []
+    model = cls(name, http_client=_recording_client(sent))
+    with pytest.raises(MissingApiKeyError, match=var):
+        probe_capabilities(model)
+    assert sent == []
+
+
+def test_a_refused_key_ends_the_probe_at_its_first_request(server: ProviderServer) -> None:
+    clear_probe_cache()
+    refused = {"status": 401, "json": {"error": {"message": "Incorrect API key provided"}}}
+    server.enqueue(*[refused] * 6)
+    with OpenAIChatModel("m", api_key="sk-wrong-0000", base_url=f"{server.url}/v1") as model:
+        for _ in range(2):  # nothing cached: the second probe asks again
+            with pytest.raises(AuthenticationError, match="Incorrect API key"):
+                probe_capabilities(model)
+    assert len(server.requests) == 2
+    clear_probe_cache()

@@ -18,7 +18,7 @@ from ..chat.messages import UserMessage
 from ..chat.model import ChatModel
 from ..chat.request import ChatRequest, ChatRequestParameters, ToolChoice
 from ..chat.response import ChatResponse
-from ..errors import ProviderError
+from ..errors import AuthenticationError, ProviderError
 from ..tools.card import ToolCard
 
 __all__ = [
@@ -133,6 +133,8 @@ def _run_checks(model: ChatModel) -> tuple[Capabilities, bool]:
                 results[name] = bool(run())
                 errors.pop(name, None)
                 break
+            except AuthenticationError:
+                raise  # every other check would be refused the same way
             except ProviderError as e:
                 errors[name] = f"{type(e).__name__}: {e}"
                 results[name] = False
@@ -236,9 +238,15 @@ def probe_capabilities(model: ChatModel, *, refresh: bool = False) -> Capabiliti
     failure is returned but not cached.
 
     The probe always uses native requests, whatever `model.tool_calling` is (and through a
-    `ConstrainedChatModel`, the model it wraps).
+    `ConstrainedChatModel`, the model it wraps). A missing API key raises
+    `MissingApiKeyError` before anything is sent, and a refused key (`AuthenticationError`,
+    401/403) ends the probe at its first request; neither is cached.
     """
-    key = _identity(_native(model))
+    native = _native(model)
+    check_api_key = getattr(native, "check_api_key", None)
+    if callable(check_api_key):
+        check_api_key()
+    key = _identity(native)
     with _lock:
         hit = _cache.get(key)
     if hit is not None and not refresh:
