@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import threading
 import zlib
 from collections.abc import Iterator
 from typing import Any
@@ -821,3 +822,48 @@ def test_a_structured_answer_is_given_once_even_if_its_block_stops_twice_or_neve
 
     for stops in (0, 1, 2):
         assert run(stops) == (['{"n":1}'], '{"n":1}'), stops
+
+
+def test_temporary_credentials_are_refreshed_off_the_event_loop(server: ProviderServer) -> None:
+    """botocore refreshes temporary credentials (STS, SSO, an instance role: network I/O)
+    when they are due; an async request does that in a worker thread, never on the loop,
+    and signs with what it got."""
+    from datetime import UTC, datetime, timedelta
+
+    from botocore.credentials import RefreshableCredentials
+
+    threads: list[int] = []
+    count = iter(range(10_000))
+
+    def refresh() -> dict[str, str]:
+        threads.append(threading.get_ident())
+        n = next(count)
+        return {
+            "access_key": AKID,
+            "secret_key": f"refreshed-secret-key-{n:06d}",
+            "token": f"refreshed-session-token-{n:06d}",
+            # inside botocore's advisory refresh window: refreshed on every use
+            "expiry_time": (datetime.now(UTC) + timedelta(minutes=12)).isoformat(),
+        }
+
+    credentials = RefreshableCredentials.create_from_metadata(refresh(), refresh, "test")
+    model = BedrockChatModel(MODEL, region=REGION, base_url=server.url)
+    assert model._signer is not None
+    model._signer._given = credentials
+
+    async def run() -> int:
+        loop_thread = threading.get_ident()
+        threads.clear()
+        server.enqueue({"json": converse([{"text": "hi"}], "end_turn")})
+        await model.achat(ChatRequest([UserMessage("hi")]))
+        server.enqueue({"frames": text_stream("hi")})
+        [e async for e in model.astream(ChatRequest([UserMessage("hi")]))]
+        return loop_thread
+
+    loop_thread = asyncio.run(run())
+    assert threads and loop_thread not in threads
+    for request in server.requests[-2:]:  # signed with credentials from the refresh
+        assert request.headers["x-amz-security-token"].startswith("refreshed-session-token-")
+    check_signature = server.requests[-1].headers["authorization"]
+    assert check_signature.startswith("AWS4-HMAC-SHA256 Credential=" + AKID)
+    model.close()

@@ -116,6 +116,14 @@ def _document_name(part: FileContent, index: int) -> str:
     return " ".join(cleaned.split())[:200] or f"document-{index}"
 
 
+def _on_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 class _Signer:
     """SigV4 for each request, with credentials resolved once (and refreshed by botocore
     when they are temporary)."""
@@ -135,17 +143,8 @@ class _Signer:
         self._given = credentials
         self._profile = profile
         self._credentials: Any = None
+        self._frozen: Any = None  # the latest, taken off the loop for async requests
         self._lock = threading.Lock()
-
-    @property
-    def resolved(self) -> bool:
-        """Whether credentials were found already."""
-        return self._credentials is not None
-
-    @property
-    def given(self) -> bool:
-        """Whether the credentials were given (nothing to look up)."""
-        return self._given is not None
 
     def resolve(self) -> None:
         """Find credentials (may do I/O: files, the instance metadata service)."""
@@ -170,12 +169,29 @@ class _Signer:
                 )
             self._credentials = credentials
 
+    def may_block(self) -> bool:
+        """Whether getting the credentials may do I/O: the chain is not read yet, or they
+        are temporary ones botocore would refresh now (STS, SSO, the instance role)."""
+        credentials = self._credentials if self._credentials is not None else self._given
+        if credentials is None:
+            return True
+        refresh_needed = getattr(credentials, "refresh_needed", None)
+        return callable(refresh_needed) and bool(refresh_needed())
+
+    def freeze(self) -> None:
+        """Resolve and freeze the credentials now, refreshing them if they are due (I/O when
+        `may_block`); an async request calls it off the loop, and signs with the result."""
+        self.resolve()
+        self._frozen = self._credentials.get_frozen_credentials()
+
     def sign(self, request: httpx2.Request) -> None:
         from botocore.auth import SigV4Auth
         from botocore.awsrequest import AWSRequest
 
         self.resolve()
-        frozen = self._credentials.get_frozen_credentials()
+        frozen = self._frozen if _on_event_loop() else None
+        if frozen is None:
+            frozen = self._credentials.get_frozen_credentials()
         for secret in (frozen.secret_key, frozen.token):
             if secret and secret not in self._masked:
                 self._transport.add_secret(secret)
@@ -468,11 +484,11 @@ class BedrockChatModel(HttpChatModel):
 
     async def _arequest_headers(self) -> Mapping[str, str] | None:
         signer = self._signer
-        if signer is not None and not signer.resolved:
-            if signer.given:
-                signer.resolve()
+        if signer is not None:
+            if signer.may_block():  # the chain, or a refresh, may read files or the network
+                await asyncio.to_thread(signer.freeze)
             else:
-                await asyncio.to_thread(signer.resolve)  # the chain may read files or the network
+                signer.freeze()
         return None
 
     # request --------------------------------------------------------------------------------
