@@ -300,6 +300,90 @@ async def test_async_client_tools_usable_from_sync_code(demo_config: McpServerCo
         assert await asyncio.to_thread(add.invoke, {"a": 20, "b": 22}) == "42"
 
 
+def _mcp_threads() -> list[str]:
+    import threading
+
+    return [t.name for t in threading.enumerate() if t.name.startswith("toolweave-mcp-")]
+
+
+async def test_async_client_lives_on_the_callers_loop(demo_config: McpServerConfig) -> None:
+    # Connected from async code, the connection runs on this loop: calls made here run
+    # inline (no private loop thread, no hop), the tools still work from other threads.
+    before = _mcp_threads()
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(demo_config) as client:
+        add = (await tools_by_name(client))["add"]
+        assert await add.ainvoke({"a": 1, "b": 2}) == "3"
+        assert _mcp_threads() == before
+        assert await asyncio.to_thread(add.invoke, {"a": 2, "b": 3}) == "5"
+        assert await asyncio.gather(*(add.ainvoke({"a": i, "b": i}) for i in range(5))) == [
+            str(2 * i) for i in range(5)
+        ]
+
+
+async def test_blocking_call_on_the_clients_own_loop_fails_instead_of_hanging(
+    demo_config: McpServerConfig,
+) -> None:
+    # invoke() inside a coroutine of the loop the connection lives on would wait for that
+    # very loop: a clear error instead of a deadlock; the client stays usable.
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(demo_config) as client:
+        add = (await tools_by_name(client))["add"]
+        with pytest.raises(McpError, match="blocking call") as info:
+            add.invoke({"a": 1, "b": 2})
+        assert info.value.code == ErrorCode.MCP_CONNECTION_ERROR
+        assert await add.ainvoke({"a": 1, "b": 2}) == "3"
+
+
+def test_async_client_outlives_its_loop(demo_config: McpServerConfig) -> None:
+    # The loop an async client connected from has ended (asyncio.run returned, the
+    # connection closed with it): the next call, from another loop or sync code, reconnects.
+    client = McpClient(demo_config)
+
+    async def setup() -> dict[str, McpTool]:
+        async with asyncio.timeout(TEST_TIMEOUT):
+            await client.connect()
+            return await tools_by_name(client)
+
+    tools = asyncio.run(setup())
+    try:
+
+        async def use() -> str:
+            async with asyncio.timeout(TEST_TIMEOUT):
+                return str(await tools["add"].ainvoke({"a": 1, "b": 2}))
+
+        assert asyncio.run(use()) == "3"
+        assert tools["add"].invoke({"a": 3, "b": 4}) == "7"
+        assert asyncio.run(use()) == "3"
+    finally:
+        asyncio.run(client.close())
+    assert client.closed
+
+
+def test_async_client_whose_loop_is_not_running(demo_config: McpServerConfig) -> None:
+    # A loop driven now and then (run_until_complete): between its runs, a call from
+    # plain code cannot be handed to it; the client reconnects on a loop of its own.
+    loop = asyncio.new_event_loop()
+    client = McpClient(demo_config)
+
+    async def setup() -> dict[str, McpTool]:
+        async with asyncio.timeout(TEST_TIMEOUT):
+            await client.connect()
+            return await tools_by_name(client)
+
+    async def use() -> str:
+        async with asyncio.timeout(TEST_TIMEOUT):
+            return str(await tools["add"].ainvoke({"a": 1, "b": 1}))
+
+    try:
+        tools = loop.run_until_complete(setup())
+        assert tools["add"].invoke({"a": 20, "b": 22}) == "42"
+        assert loop.run_until_complete(use()) == "2"
+    finally:
+        loop.run_until_complete(asyncio.wait_for(client.close(), TEST_TIMEOUT))
+        loop.run_until_complete(asyncio.sleep(0.5))  # the abandoned connection winds down
+        loop.close()
+    assert client.closed
+
+
 async def test_closed_client_refuses_calls(demo_config: McpServerConfig) -> None:
     async with asyncio.timeout(TEST_TIMEOUT):
         client = McpClient(demo_config)

@@ -12,6 +12,24 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 _local = threading.local()
+_blocked: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar(
+    "toolweave_blocked_loop", default=None
+)
+
+
+_bridged: contextvars.ContextVar[bool] = contextvars.ContextVar("toolweave_bridged", default=False)
+
+
+def blocked_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop whose thread is blocked waiting for this code: set inside `run_sync`'s
+    helper thread when a sync API was called from a coroutine (work handed to that loop
+    would never run)."""
+    return _blocked.get()
+
+
+def in_sync_bridge() -> bool:
+    """Whether this code runs inside `run_sync`, on a loop that lives only for that call."""
+    return _bridged.get()
 
 
 def _runner() -> asyncio.Runner:
@@ -64,10 +82,11 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     running loop (a sync API called from async code, or a notebook) the coroutine runs on a
     fresh loop in a helper thread, so the caller's loop is never re-entered.
     """
+    ctx = contextvars.copy_context()  # a fresh copy each time: the runner's own is stale
+    ctx.run(_bridged.set, True)
     if not _in_running_loop():
-        # a fresh copy each time: the runner's own context is a stale snapshot
-        return _run(_runner(), coro, contextvars.copy_context())
-    ctx = contextvars.copy_context()
+        return _run(_runner(), coro, ctx)
+    ctx.run(_blocked.set, asyncio.get_running_loop())
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="toolweave-sync") as pool:
         return pool.submit(ctx.run, asyncio.run, coro).result()
 

@@ -1,8 +1,10 @@
 """`McpClient` (async) and `SyncMcpClient`: one connection to one MCP server.
 
-The connection runs on a private event-loop thread owned by the client (see `_loop.py`), so
-the anyio task groups of the SDK are always entered and left by one owner task, and the
-tools it lists can be called from any event loop or thread, sync or async.
+The connection lives on one event loop, its home (see `_loop.py`), so the anyio task groups
+of the SDK are always entered and left by one owner task: the application's loop for an
+async client connected from it (calls made there run inline, no thread hop), a private
+loop thread for a sync client. The tools it lists can be called from any event loop or
+thread, sync or async; work for an async client's loop is handed to it while it runs.
 
 Failure handling:
 
@@ -23,6 +25,7 @@ import contextlib
 import logging
 import math
 import sys
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from typing import Any, TextIO, TypeVar
 
@@ -38,12 +41,13 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
+from .._utils.sync import in_sync_bridge
 from ..callbacks.events import ToolCallEvents as E
 from ..callbacks.framework import CallbackFramework, callback_framework
 from ..errors import ErrorCode, McpError, ToolTimeoutError
 from ._errlog import errlog_file
 from ._listing import McpToolList, McpToolSource
-from ._loop import LoopThread
+from ._loop import CallerLoop, Home, LoopThread
 from ._session import ProgressCallback, is_session_lost
 from ._stdio_transport import MessageTooLargeError, stdio_transport
 from ._tasks import TaskCalls
@@ -174,7 +178,7 @@ def _why(error: Exception) -> str:
 
 
 class _Connection:
-    """One live SDK `Client`, owned by one task on the private loop."""
+    """One live SDK `Client`, owned by one task on the home loop."""
 
     def __init__(
         self,
@@ -397,7 +401,7 @@ class _Connection:
 
 class _Core:
     """State shared by `McpClient`, `SyncMcpClient` and their tools. Coroutine methods whose
-    name starts with ``_do_`` run on the private loop."""
+    name starts with ``_do_`` run on the connection's home loop."""
 
     def __init__(
         self,
@@ -413,37 +417,72 @@ class _Core:
         self.hooks = hooks or McpClientHooks()
         self.auth = auth
         self.tasks = TaskCalls(config)
-        self._thread: LoopThread | None = None
+        self._home: Home | None = None
+        self._home_lock = threading.Lock()
         self._conn: _Connection | None = None
         self._lock: asyncio.Lock | None = None
         self._connected_once = False
         self.closed = False
 
-    # running on the private loop -------------------------------------------------------------
-    def _loop_thread(self) -> LoopThread:
-        if self.closed:
-            raise _connection_error(self.config, "the client is closed")
-        if self._thread is None or not self._thread.alive():
-            self._thread = LoopThread(f"toolweave-mcp-{self.config.server_name}")
-        return self._thread
+    # the home loop -----------------------------------------------------------------------------
+    def _home_for(self, *, adopt: bool) -> Home:
+        """The home that serves this caller. A client without one (or whose loop closed or
+        stopped running, taking the connection with it) gets a new home: the caller's loop
+        when `adopt` and the caller is async code (not a sync face's bridge loop), else a
+        private loop thread."""
+        home = self._home
+        if home is not None and home.here():
+            return home
+        with self._home_lock:
+            if self.closed:
+                raise _connection_error(self.config, "the client is closed")
+            home = self._home
+            if home is not None and home.alive() and (home.serving() or home.here()):
+                if home.blocked():
+                    raise _connection_error(
+                        self.config,
+                        "a blocking call (invoke, a sync API) was made from a coroutine on the "
+                        "event loop this client's connection runs on, which would wait forever; "
+                        "await the async API (ainvoke) there, or call it from another thread",
+                    )
+                return home
+            if home is not None:
+                self._abandon(home, "the client moved to another loop")
+            running = asyncio._get_running_loop()
+            if adopt and running is not None and not in_sync_bridge():
+                home = CallerLoop(running)
+            else:
+                home = LoopThread(f"toolweave-mcp-{self.config.server_name}")
+            self._home = home
+            return home
+
+    def _abandon(self, home: Home, reason: str) -> None:
+        """Forget a home that cannot serve calls any more (closed, or not running): its
+        connection is told to close whenever that loop runs again."""
+        conn, self._conn, self._lock = self._conn, None, None
+        if conn is not None and not home.loop.is_closed():
+            log.info("%s: %s (its event loop is not running)", self.config.describe(), reason)
+            with contextlib.suppress(RuntimeError):
+                home.loop.call_soon_threadsafe(conn.fail, reason)
+        home.stop()
 
     async def run(self, coro: Coroutine[Any, Any, T]) -> T:
         try:
-            thread = self._loop_thread()
+            home = self._home_for(adopt=True)
         except BaseException:
             coro.close()
             raise
-        return await thread.run(coro)
+        return await home.run(coro)
 
     def run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
         try:
-            thread = self._loop_thread()
+            home = self._home_for(adopt=False)
         except BaseException:
             coro.close()
             raise
-        return thread.run_sync(coro)
+        return home.run_sync(coro)
 
-    # connection management (private loop) -------------------------------------------------------
+    # connection management (home loop) ----------------------------------------------------------
     async def _authorized_config(self) -> McpServerConfig:
         """The configuration of one new HTTP connection: `tool_auth` fires on every connect
         and reconnect (so tokens can rotate), and the headers and query parameters its
@@ -495,6 +534,13 @@ class _Core:
         return conn
 
     async def _do_connection(self) -> _Connection:
+        home = self._home
+        if home is None or not home.here():
+            # A coroutine left on a loop the client has moved away from (see `_abandon`).
+            raise _connection_error(self.config, "the connection moved to another event loop")
+        conn = self._conn
+        if conn is not None and conn.usable:
+            return conn
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
@@ -669,12 +715,13 @@ class _Core:
         return self.config.call_timeout
 
     async def _guarded(self, coro: Coroutine[Any, Any, T], timeout: float | None) -> T:
-        """Run on the private loop; a caller-side guard fires only if the SDK's timer cannot
+        """Run on the home loop; a caller-side guard fires only if the SDK's timer cannot
         (for example a write blocked on a wedged transport)."""
         if timeout is None:
             return await self.run(coro)
         try:
-            return await asyncio.wait_for(self.run(coro), timeout + _CALL_GRACE)
+            async with asyncio.timeout(timeout + _CALL_GRACE):
+                return await self.run(coro)
         except McpError:
             # Our own errors pass unchanged: `McpTimeoutError` is also a `TimeoutError`, and
             # rewriting it here would replace the SDK timer's message (the real timeout, "a
@@ -757,27 +804,37 @@ class _Core:
         assert conn.client is not None
         await conn.client.send_roots_list_changed()
 
+    def _closing_home(self) -> Home | None:
+        """Mark the client closed; return the home to close the connection on, if it can
+        run it now (a loop that is not running closes it whenever it runs again)."""
+        with self._home_lock:
+            self.closed = True
+            home = self._home
+            if home is None or not home.alive():
+                return None
+            if home.here() or (home.serving() and not home.blocked()):
+                return home
+            self._abandon(home, "the client was closed")
+            return None
+
     async def close(self) -> None:
-        if self._thread is None or not self._thread.alive():
-            self.closed = True
+        home = self._closing_home()
+        if home is None:
             return
-        thread = self._thread
         try:
-            await thread.run(self._do_close())
+            await home.run(self._do_close())
         finally:
-            self.closed = True
-            await asyncio.to_thread(thread.stop)
+            if isinstance(home, LoopThread):
+                await asyncio.to_thread(home.stop)
 
     def close_sync(self) -> None:
-        if self._thread is None or not self._thread.alive():
-            self.closed = True
+        home = self._closing_home()
+        if home is None:
             return
-        thread = self._thread
         try:
-            thread.run_sync(self._do_close())
+            home.run_sync(self._do_close())
         finally:
-            self.closed = True
-            thread.stop()
+            home.stop()
 
 
 def _announces_tool_changes(client: Client) -> bool:
@@ -940,8 +997,7 @@ class McpClient:
         )
 
     async def close(self) -> None:
-        """Disconnect (stdio: close the server's stdin, then terminate it) and stop the loop
-        thread. Idempotent."""
+        """Disconnect (stdio: close the server's stdin, then terminate it). Idempotent."""
         await self._core.close()
 
     @classmethod

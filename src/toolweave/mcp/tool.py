@@ -279,7 +279,7 @@ class McpTool(Tool):
 
 def _forward_progress(channel: ToolChannel) -> ProgressCallback:
     """The server's progress on this call, passed on to the caller's channel (e.g. the
-    client of a `serve_mcp` proxy). Runs on the client's private loop: the report is handed
+    client of a `serve_mcp` proxy). Runs on the connection's loop: the report is handed
     to the channel's loop without waiting for it."""
     loop = channel.loop
 
