@@ -57,6 +57,7 @@ BASELINES: list[tuple[str, str]] = [
     ("W6.plain", "plain loop, per round"),
     ("W7.plain", "plain accumulator"),
     ("W9.sdk", "W9 mcp SDK alone: ClientSession.call_tool → SDK MCPServer"),
+    ("W9.sdk26", "W9 mcp SDK alone, on 2026-07-28 (the protocol toolweave negotiates)"),
 ]
 
 
@@ -254,6 +255,15 @@ def targets(runs: dict[str, dict[str, Any]], sizes: list[int]) -> list[tuple[str
             verdict(None if value is None else value <= 1.1),
         )
     )
+    modern = ratio("W9.sdk26")
+    if value is not None and modern:
+        rows.append(
+            (
+                "W9 McpTool vs the SDK's ClientSession on the same protocol (2026-07-28)",
+                f"{value / modern:.2f}× (the protocol alone: {modern:.2f}× W9.sdk)",
+                "(info)",
+            )
+        )
     serve, sdk = tw.get("W9.serve"), tw.get("W9.sdk")
     if serve and sdk and serve["status"] == sdk["status"] == "ok":
         rows.append(

@@ -1,6 +1,10 @@
 """W9: an MCP round trip over stdio, toolweave against the `mcp` SDK itself.
 
-- W9.sdk (the baseline): the SDK's `ClientSession.call_tool` against the SDK's `MCPServer`;
+- W9.sdk (the baseline): the SDK's `ClientSession.call_tool` against the SDK's `MCPServer`
+  (a session opened with `initialize`: the handshake-era protocol, 2025-11-25);
+- W9.sdk26 (information): the same call on a 2026-07-28 connection (the SDK `Client`'s
+  default negotiation, which toolweave uses too), through the `Client`'s `ClientSession`:
+  what the newer protocol itself costs per call;
 - W9: toolweave's `McpTool.ainvoke` against the same server program (toolweave's client,
   result converted to a toolweave value): what toolweave adds on the client side;
 - W9.serve: the SDK's `ClientSession.call_tool` against `toolweave mcp serve` serving the
@@ -108,6 +112,25 @@ async def _sdk_client(command: list[str]) -> AsyncIterator[Callable[[], Awaitabl
 
 
 @contextlib.asynccontextmanager
+async def _sdk_modern_client(command: list[str]) -> AsyncIterator[Callable[[], Awaitable[Any]]]:
+    from mcp.client.client import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    params = StdioServerParameters(command=command[0], args=command[1:], env=_env(), cwd=ROOT)
+    async with Client(params) as client:
+        assert client.protocol_version == "2026-07-28", client.protocol_version
+        await client.list_tools()  # as toolweave does: the session learns the output schema
+        session = client.session
+
+        async def call() -> Any:
+            result = await session.call_tool("lookup", ARGS)
+            assert not result.is_error and result.content[0].text == "alpha"
+            return result
+
+        yield call
+
+
+@contextlib.asynccontextmanager
 async def _toolweave_client(command: list[str]) -> AsyncIterator[Callable[[], Awaitable[Any]]]:
     from toolweave.mcp import McpClient, McpServerConfig
 
@@ -134,6 +157,13 @@ def cases(loop: asyncio.AbstractEventLoop, holders: list[_Holder]) -> list[Case]
             "mcp SDK: ClientSession.call_tool -> SDK MCPServer (stdio)",
             None,
             _sdk_client,
+            SDK_SERVER,
+        ),
+        (
+            "W9.sdk26",
+            "mcp SDK: ClientSession.call_tool on a 2026-07-28 connection (Client default)",
+            "W9.sdk",
+            _sdk_modern_client,
             SDK_SERVER,
         ),
         (
