@@ -618,3 +618,37 @@ def test_anthropic_correction_budget_exhausted(server: ProviderServer) -> None:
         ToolService(max_argument_retries=0).chat(model, None, QUESTION, output_type=Report)
     assert info.value.raw_text == '{"city":"Paris","readings":[{"value":"hot","unit":"kelvin"}]}'
     assert len(server.requests) == 1
+
+
+def _openai_text(text: str) -> dict[str, Any]:
+    message = {"role": "assistant", "content": text}
+    return {"json": {"choices": [{"index": 0, "finish_reason": "stop", "message": message}]}}
+
+
+@pytest.mark.parametrize("depth", [300, 100_000])
+def test_an_answer_nested_too_deeply_is_a_typed_error_then_corrected(
+    server: ProviderServer, depth: int
+) -> None:
+    """A structured answer nested past the depth limit (under the recursion limit or far
+    past it) is an output error the model is told about, never a raw RecursionError."""
+    deep = "[" * depth + "]" * depth
+    server.enqueue(_openai_text(deep), _openai_text(json.dumps(EXPECTED_ANSWER)))
+    with _model("openai", server) as model:
+        result = ToolService(max_argument_retries=1).chat(
+            model, None, "What is the answer?", output_type=SCHEMA
+        )
+        assert result.output == EXPECTED_ANSWER
+        correction = server.bodies[1]["messages"][-1]["content"]
+        assert "nested too deeply" in correction
+        server.enqueue(_openai_text(deep))
+        with pytest.raises(StructuredOutputError, match="nested too deeply"):
+            ToolService(max_argument_retries=0).chat(
+                model, None, "What is the answer?", output_type=SCHEMA
+            )
+
+
+def test_a_wrapped_answer_nested_too_deeply_is_left_as_text() -> None:
+    from toolweave.providers._answer import answer_text
+
+    deep = '{"value": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    assert answer_text(deep, True) == deep  # validating it then says why

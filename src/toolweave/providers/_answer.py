@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .._utils.jsondepth import nested_deeper_than
 from ..schema.output import OutputSchema
 from ._base import compact_json
 
@@ -41,9 +42,11 @@ def answer_text(raw: Any, wrapped: bool) -> str:
     if isinstance(raw, str):
         if not wrapped:
             return raw if raw.strip() else "{}"
+        if nested_deeper_than(raw):
+            return raw  # validating the answer says so
         try:
             value: Any = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             return raw
         raw = value
     if wrapped and isinstance(raw, dict) and "value" in raw:

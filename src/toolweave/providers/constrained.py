@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 import jsonschema
 
+from .._utils.jsondepth import nested_deeper_than
 from ..chat.events import (
     CompleteToolCall,
     PartialToolCall,
@@ -398,6 +399,8 @@ class ConstrainedPlan:
         if not text:
             return None, [], []
         try:
+            if nested_deeper_than(text):
+                raise ValueError("nested too deeply")
             data = json.loads(text)
         except (ValueError, RecursionError):
             return content, [], []  # not JSON (cut short, or the server ignored the schema)

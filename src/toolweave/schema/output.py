@@ -18,6 +18,7 @@ from typing import Any
 import pydantic
 import pydantic_core
 
+from .._utils.jsondepth import MAX_JSON_DEPTH, nested_deeper_than
 from ..errors import SchemaError
 
 __all__ = ["OutputSchema", "OutputValidationError", "PartialJsonStream", "parse_partial_json"]
@@ -147,6 +148,11 @@ class OutputSchema:
         if text is None or not text.strip():
             raise OutputValidationError("The answer is empty; a JSON value was expected.")
         body = _strip_fence(text.strip())
+        if nested_deeper_than(body):
+            raise OutputValidationError(
+                f"The answer is nested too deeply (over {MAX_JSON_DEPTH} levels of arrays and "
+                "objects). Send a flatter JSON value."
+            )
         if self.adapter is not None:
             try:
                 return self.adapter.validate_json(body)
@@ -156,6 +162,8 @@ class OutputSchema:
             value = json.loads(body)
         except ValueError as e:
             raise OutputValidationError(f"The answer is not valid JSON: {e}.") from None
+        except RecursionError:  # only when called with little stack left
+            raise OutputValidationError("The answer is nested too deeply.") from None
         errors = sorted(self.validator.iter_errors(value), key=lambda err: list(err.path))
         if errors:
             lines = [
