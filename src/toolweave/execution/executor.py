@@ -103,16 +103,6 @@ class DefaultToolExecutor:
     def __repr__(self) -> str:
         return f"DefaultToolExecutor({self.tool!r})"
 
-    def _context(
-        self,
-        request: ToolExecutionRequest,
-        memory_id: Any,
-        context: Any,
-        injected: dict[str, Any] | None = None,
-    ) -> ToolContext:
-        tool = self.tool
-        return ToolContext(tool.card.name, request.id, memory_id, context, tool.callbacks, injected)
-
     def _failed(self, error: Exception) -> ToolExecutionResult:
         """The error result for an exception from the tool (bad arguments and aborts are
         raised by the callers before this)."""
@@ -144,10 +134,12 @@ class DefaultToolExecutor:
         `context` reaches the tool as `ToolContext.context`; `injected` supplies values for
         parameters declared `Injected`.
         """
-        ctx = self._context(request, memory_id, context, injected)
+        tool = self.tool
+        name = tool.card.name
+        ctx = ToolContext(name, request.id, memory_id, context, tool.callbacks, injected)
         try:
-            value = await self.tool.ainvoke(request.arguments, tool_context=ctx, **kwargs)
-            return to_result(value, self.tool.card.name)
+            value = await tool.ainvoke(request.arguments, tool_context=ctx, **kwargs)
+            return to_result(value, name)
         except (ToolArgumentsError, AbortError):
             raise
         except Exception as e:
@@ -163,10 +155,12 @@ class DefaultToolExecutor:
         **kwargs: Any,
     ) -> ToolExecutionResult:
         """Run `request` synchronously; see the module docstring for error handling."""
-        ctx = self._context(request, memory_id, context, injected)
+        tool = self.tool
+        name = tool.card.name
+        ctx = ToolContext(name, request.id, memory_id, context, tool.callbacks, injected)
         try:
-            value = self.tool.invoke(request.arguments, tool_context=ctx, **kwargs)
-            return to_result(value, self.tool.card.name)
+            value = tool.invoke(request.arguments, tool_context=ctx, **kwargs)
+            return to_result(value, name)
         except (ToolArgumentsError, AbortError):
             raise
         except Exception as e:

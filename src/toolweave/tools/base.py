@@ -78,9 +78,8 @@ _NO_OPTIONS: dict[str, Any] = {}
 """The preparation options of a call that gives none (never mutated)."""
 
 
-def _parse_off_loop(inputs: Any) -> bool:
-    """Whether an async call parses `inputs` in a worker thread (a long raw string)."""
-    return isinstance(inputs, (str, bytes, bytearray)) and len(inputs) > PARSE_OFF_LOOP_BYTES
+_RAW = (str, bytes, bytearray)
+"""Raw inputs: the model's argument string."""
 
 
 class Tool:
@@ -176,7 +175,7 @@ class Tool:
         skip_inputs_validate: bool = False,
     ) -> dict[str, Any]:
         """Turn raw inputs (a dict, or the model's JSON string) into validated arguments."""
-        if isinstance(inputs, (str, bytes, bytearray)):
+        if isinstance(inputs, _RAW):
             if not skip_none_value and not skip_inputs_validate:
                 return self.validator.validate_json(
                     bytes(inputs) if isinstance(inputs, bytearray) else inputs
@@ -192,7 +191,7 @@ class Tool:
     async def _aprepare_inputs(self, inputs: Any, prep: dict[str, Any]) -> dict[str, Any]:
         """`prepare_inputs` for async callers: a long raw argument string is parsed and
         validated in a worker thread, so the event loop is not held."""
-        if _parse_off_loop(inputs):
+        if isinstance(inputs, _RAW) and len(inputs) > PARSE_OFF_LOOP_BYTES:
             return await to_thread(self.prepare_inputs, inputs, **prep)
         return self.prepare_inputs(inputs, **prep)
 
@@ -336,7 +335,7 @@ class Tool:
         prep, timeout = self._split(kwargs)
         if self.callbacks.count == 0 and not tracing_enabled():
             self._check_invoke()
-            if _parse_off_loop(inputs):
+            if isinstance(inputs, _RAW) and len(inputs) > PARSE_OFF_LOOP_BYTES:
                 args = await to_thread(self.prepare_inputs, inputs, **prep)
             else:
                 args = self.prepare_inputs(inputs, **prep)
