@@ -31,6 +31,8 @@ def _depth(value: Any) -> int:
 def test_the_scan_agrees_with_the_parsed_depth(value: Any, limit: int, ascii: bool) -> None:
     text = json.dumps(value, ensure_ascii=ascii, indent=1 if ascii else None)
     assert nested_deeper_than(text, limit) == (_depth(value) > limit)
+    as_bytes = text.encode("utf-8", "surrogatepass")
+    assert nested_deeper_than(as_bytes, limit) == (_depth(value) > limit)
 
 
 def test_limits_and_hostile_shapes() -> None:

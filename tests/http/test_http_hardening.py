@@ -94,6 +94,36 @@ async def test_deeply_nested_body_is_a_typed_arguments_error(make_tool: MakeTool
 
 # item 8: deeply nested JSON answers ---------------------------------------------------------------
 @pytest.mark.parametrize("face", ["async", "sync"])
+async def test_json_answer_past_the_depth_limit_is_refused_before_parsing(face: str) -> None:
+    """300 levels: under the recursion limit (json.loads alone takes it), over the 256 that
+    toolweave accepts from a server; 256 levels still go through."""
+    for depth, refused in ((300, True), (256, False)):
+        body = b'{"a": ' + b"[" * (depth - 1) + b"]" * (depth - 1) + b"}"
+        reply = (
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+            + f"content-length: {len(body)}\r\nconnection: close\r\n\r\n".encode()
+            + body
+        )
+        with serve_raw(reply) as url:
+            tool = RestfulApi(
+                RestfulApiCard(
+                    name="api",
+                    url=url + "/deep",
+                    input_params={"type": "object", "properties": {}},
+                    allow_private_network=True,
+                )
+            )
+            async with tool:
+                if not refused:
+                    assert await _call(tool, {}, face)
+                    continue
+                with pytest.raises(RestfulApiError, match="nested too deeply") as info:
+                    await _call(tool, {}, face)
+        if refused:
+            assert info.value.code == ErrorCode.RESTFUL_API_RESPONSE_PROCESS_ERROR
+
+
+@pytest.mark.parametrize("face", ["async", "sync"])
 async def test_deeply_nested_json_answer_is_a_typed_response_error(face: str) -> None:
     body = b"[" * 100_000 + b"]" * 100_000
     reply = (

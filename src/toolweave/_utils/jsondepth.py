@@ -19,14 +19,17 @@ _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 
 
-def nested_deeper_than(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
-    """Whether `text`, read as JSON, opens more than `limit` arrays or objects at once
-    (brackets inside strings do not count). Exact for valid JSON; for invalid JSON an
-    estimate, which the parser then refuses anyway."""
-    if len(text) <= limit or text.count("[") + text.count("{") <= limit:
+def nested_deeper_than(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether `text` (str, or UTF-8 bytes), read as JSON, opens more than `limit` arrays or
+    objects at once (brackets inside strings do not count). Exact for valid JSON; for
+    invalid JSON an estimate, which the parser then refuses anyway."""
+    if len(text) <= limit:
         return False
-    if "\\" in text:  # escapes leave the quote structure: "\\" then "\"" (valid JSON pairs)
-        text = text.replace("\\\\", "").replace('\\"', "")
-    outside = "".join(text.split('"')[::2])  # the pieces between strings
-    brackets = outside.encode("utf-8", "replace").translate(None, _NOT_BRACKETS)
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    if data.count(b"[") + data.count(b"{") <= limit:
+        return False
+    if b"\\" in data:  # escapes leave the quote structure: "\\" then "\"" (valid JSON pairs)
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    outside = b"".join(data.split(b'"')[::2])  # the pieces between strings
+    brackets = outside.translate(None, _NOT_BRACKETS)
     return max(accumulate(map(_STEP.__getitem__, brackets)), default=0) > limit

@@ -6,6 +6,7 @@ import codecs
 import json
 from typing import Any
 
+from .._utils.jsondepth import MAX_JSON_DEPTH, nested_deeper_than
 from ..errors import ErrorCode, RestfulApiError
 
 __all__ = ["is_json_type", "is_text_type", "parse_body"]
@@ -79,17 +80,21 @@ def parse_body(content_type: str | None, body: bytes) -> Any:
             return {}
         try:
             text = body.decode(_charset(charset)) if charset else body
-            return json.loads(text)
+            too_deep = nested_deeper_than(text)  # refused before any recursive parse
+            if not too_deep:
+                return json.loads(text)
         except (ValueError, UnicodeDecodeError) as e:
             raise _error(
                 f"the response announced {media} but its body is not valid JSON: {e}",
                 content_type,
             ) from e
-        except RecursionError:
-            raise _error(
-                f"the response announced {media} but its body is nested too deeply to parse",
-                content_type,
-            ) from None
+        except RecursionError:  # only when called with little stack left
+            pass
+        raise _error(
+            f"the response announced {media} but its body is nested too deeply to parse "
+            f"(over {MAX_JSON_DEPTH} levels of arrays and objects)",
+            content_type,
+        )
     if media.startswith("text/") or media in _TEXT_TYPES or media.endswith("+xml"):
         return body.decode(_charset(charset), errors="replace")
     try:
