@@ -860,10 +860,17 @@ def test_temporary_credentials_are_refreshed_off_the_event_loop(server: Provider
         [e async for e in model.astream(ChatRequest([UserMessage("hi")]))]
         return loop_thread
 
+    async def sync_inside_a_loop() -> None:  # a notebook: sync calls on a loop's thread
+        server.enqueue({"json": converse([{"text": "hi"}], "end_turn")})
+        model.chat(ChatRequest([UserMessage("hi")]))
+
     loop_thread = asyncio.run(run())
     assert threads and loop_thread not in threads
     for request in server.requests[-2:]:  # signed with credentials from the refresh
         assert request.headers["x-amz-security-token"].startswith("refreshed-session-token-")
+    asyncio.run(sync_inside_a_loop())
+    tokens = [r.headers["x-amz-security-token"] for r in server.requests[-2:]]
+    assert tokens[1] != tokens[0]  # refreshed for this request, not the async one's
     check_signature = server.requests[-1].headers["authorization"]
     assert check_signature.startswith("AWS4-HMAC-SHA256 Credential=" + AKID)
     model.close()

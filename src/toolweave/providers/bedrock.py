@@ -116,14 +116,6 @@ def _document_name(part: FileContent, index: int) -> str:
     return " ".join(cleaned.split())[:200] or f"document-{index}"
 
 
-def _on_event_loop() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
-
-
 class _Signer:
     """SigV4 for each request, with credentials resolved once (and refreshed by botocore
     when they are temporary)."""
@@ -143,7 +135,7 @@ class _Signer:
         self._given = credentials
         self._profile = profile
         self._credentials: Any = None
-        self._frozen: Any = None  # the latest, taken off the loop for async requests
+        self._frozen: Any = None  # the latest, taken as each request starts
         self._lock = threading.Lock()
 
     def resolve(self) -> None:
@@ -180,7 +172,8 @@ class _Signer:
 
     def freeze(self) -> None:
         """Resolve and freeze the credentials now, refreshing them if they are due (I/O when
-        `may_block`); an async request calls it off the loop, and signs with the result."""
+        `may_block`); every request calls it as it starts (an async one off the loop when
+        it may block), and its attempts are signed with the result."""
         self.resolve()
         self._frozen = self._credentials.get_frozen_credentials()
 
@@ -189,7 +182,7 @@ class _Signer:
         from botocore.awsrequest import AWSRequest
 
         self.resolve()
-        frozen = self._frozen if _on_event_loop() else None
+        frozen = self._frozen  # taken when the request started (off the loop if async)
         if frozen is None:
             frozen = self._credentials.get_frozen_credentials()
         for secret in (frozen.secret_key, frozen.token):
@@ -479,7 +472,7 @@ class BedrockChatModel(HttpChatModel):
 
     def _request_headers(self) -> Mapping[str, str] | None:
         if self._signer is not None:
-            self._signer.resolve()
+            self._signer.freeze()
         return None
 
     async def _arequest_headers(self) -> Mapping[str, str] | None:
