@@ -7,6 +7,8 @@
   what the newer protocol itself costs per call;
 - W9: toolweave's `McpTool.ainvoke` against the same server program (toolweave's client,
   result converted to a toolweave value): what toolweave adds on the client side;
+- W9.hs (tuned, labelled): the same with ``McpServerConfig(protocol="handshake")``, the
+  protocol of W9.sdk;
 - W9.serve: the SDK's `ClientSession.call_tool` against `toolweave mcp serve` serving the
   same function: what toolweave adds on the server side (calls per second = 1 / time).
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import sys
 import time
@@ -131,12 +134,15 @@ async def _sdk_modern_client(command: list[str]) -> AsyncIterator[Callable[[], A
 
 
 @contextlib.asynccontextmanager
-async def _toolweave_client(command: list[str]) -> AsyncIterator[Callable[[], Awaitable[Any]]]:
+async def _toolweave_client(
+    command: list[str], protocol: str = "auto"
+) -> AsyncIterator[Callable[[], Awaitable[Any]]]:
     from toolweave.mcp import McpClient, McpServerConfig
 
     config = McpServerConfig(
         server_name="bench",
         params={"command": command[0], "args": command[1:], "env": _env(), "cwd": str(ROOT)},
+        protocol=protocol,  # type: ignore[arg-type]
     )
     async with McpClient(config, errlog=sys.stderr) as client:
         (lookup,) = await client.list_tools()
@@ -171,6 +177,13 @@ def cases(loop: asyncio.AbstractEventLoop, holders: list[_Holder]) -> list[Case]
             "toolweave McpTool.ainvoke -> the same SDK server (stdio)",
             "W9.sdk",
             _toolweave_client,
+            SDK_SERVER,
+        ),
+        (
+            "W9.hs",
+            "toolweave McpTool.ainvoke, tuned: McpServerConfig(protocol='handshake')",
+            "W9.sdk",
+            functools.partial(_toolweave_client, protocol="handshake"),
             SDK_SERVER,
         ),
         (

@@ -300,6 +300,17 @@ async def test_async_client_tools_usable_from_sync_code(demo_config: McpServerCo
         assert await asyncio.to_thread(add.invoke, {"a": 20, "b": 22}) == "42"
 
 
+@pytest.mark.parametrize(("protocol", "era"), [("auto", "2026-07-28"), ("handshake", "2025-11-25")])
+async def test_protocol_choice(demo_config: McpServerConfig, protocol: str, era: str) -> None:
+    config = demo_config.model_copy(update={"protocol": protocol})
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(config) as client:
+        add = (await tools_by_name(client))["add"]
+        assert await add.ainvoke({"a": 1, "b": 2}) == "3"
+        conn = client._core._conn
+        assert conn is not None and conn.client is not None
+        assert conn.client.protocol_version == era
+
+
 def _mcp_threads() -> list[str]:
     import threading
 

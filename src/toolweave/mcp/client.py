@@ -333,7 +333,9 @@ class _Connection:
                     # Servers ask (sampling, elicitation, roots) through requests of their
                     # own only on handshake-era connections; a 2026-07-28 connection has no
                     # back-channel for them, so a client that can answer uses the handshake.
-                    mode="legacy" if self.hooks.answers_requests else "auto",
+                    mode="legacy"
+                    if self.hooks.answers_requests or cfg.protocol == "handshake"
+                    else "auto",
                     **self.hooks.sdk_callbacks(cfg),
                 ) as client:
                     self.client = client
