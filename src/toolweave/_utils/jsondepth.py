@@ -1,9 +1,9 @@
 """`nested_deeper_than`: whether JSON text nests arrays and objects deeper than a limit.
 
-The check is linear and recursion-free, so a recursive parser (`json.loads`, and every walk
-over what it returns) is never handed text that would take it near the interpreter's
-recursion limit, where the garbage collector's finalizers start failing too. Short texts,
-and texts with few brackets, are settled by two `str.count` calls.
+The check is linear in time, bounded in memory and recursion-free, so a recursive parser
+(`json.loads`, and every walk over what it returns) is never handed text that would take
+it near the interpreter's recursion limit, where the garbage collector's finalizers start
+failing too. Short texts, and texts with few brackets, are settled by two `count` calls.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ from itertools import accumulate
 __all__ = ["MAX_JSON_DEPTH", "nested_deeper_than"]
 
 MAX_JSON_DEPTH = 256
-"""The deepest nesting of arrays and objects accepted from a provider or a model."""
+"""The deepest nesting of arrays and objects accepted from a provider, a model or an API."""
 
-_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
 _STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+_CHUNK = 1 << 16
 
 
 def nested_deeper_than(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> bool:
@@ -30,6 +31,17 @@ def nested_deeper_than(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> bool:
         return False
     if b"\\" in data:  # escapes leave the quote structure: "\\" then "\"" (valid JSON pairs)
         data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
-    outside = b"".join(data.split(b'"')[::2])  # the pieces between strings
-    brackets = outside.translate(None, _NOT_BRACKETS)
-    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0) > limit
+    skeleton = data.translate(None, _NOT_STRUCTURE)  # quotes and brackets only
+    depth = 0
+    in_string = 0
+    # in slices, so that a storm of quotes never makes a list as long as the text
+    for start in range(0, len(skeleton), _CHUNK):
+        pieces = skeleton[start : start + _CHUNK].split(b'"')
+        outside = b"".join(pieces[in_string::2])  # the brackets between strings
+        if len(pieces) % 2 == 0:  # an odd number of quotes: the slice ends in the other state
+            in_string ^= 1
+        if max(accumulate(map(_STEP.__getitem__, outside), initial=depth)) > limit:
+            return True
+        depth += outside.count(b"[") + outside.count(b"{")
+        depth -= outside.count(b"]") + outside.count(b"}")
+    return False
