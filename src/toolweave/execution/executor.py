@@ -138,7 +138,10 @@ class DefaultToolExecutor:
         name = tool.card.name
         ctx = ToolContext(name, request.id, memory_id, context, tool.callbacks, injected)
         try:
-            value = await tool.ainvoke(request.arguments, tool_context=ctx, **kwargs)
+            if kwargs:
+                value = await tool.ainvoke(request.arguments, tool_context=ctx, **kwargs)
+            else:  # the common call (an empty **kwargs still costs a dict)
+                value = await tool.ainvoke(request.arguments, tool_context=ctx)
             return to_result(value, name)
         except (ToolArgumentsError, AbortError):
             raise
@@ -159,7 +162,10 @@ class DefaultToolExecutor:
         name = tool.card.name
         ctx = ToolContext(name, request.id, memory_id, context, tool.callbacks, injected)
         try:
-            value = tool.invoke(request.arguments, tool_context=ctx, **kwargs)
+            if kwargs:
+                value = tool.invoke(request.arguments, tool_context=ctx, **kwargs)
+            else:  # the common call (an empty **kwargs still costs a dict)
+                value = tool.invoke(request.arguments, tool_context=ctx)
             return to_result(value, name)
         except (ToolArgumentsError, AbortError):
             raise

@@ -309,7 +309,7 @@ class Tool:
         prep, timeout = self._split(kwargs)
         if self.callbacks.count == 0 and not tracing_enabled():
             self._check_invoke()
-            args = self.prepare_inputs(inputs, **prep)
+            args = self.prepare_inputs(inputs, **prep) if prep else self.prepare_inputs(inputs)
             if timeout is None and self._sync_impl:
                 return self.invoke_internal(args, **kwargs)
             return self._call_sync(args, timeout, kwargs)
@@ -338,7 +338,7 @@ class Tool:
             if isinstance(inputs, _RAW) and len(inputs) > PARSE_OFF_LOOP_BYTES:
                 args = await to_thread(self.prepare_inputs, inputs, **prep)
             else:
-                args = self.prepare_inputs(inputs, **prep)
+                args = self.prepare_inputs(inputs, **prep) if prep else self.prepare_inputs(inputs)
             if timeout is None and self._async_impl:
                 return await self.ainvoke_internal(args, **kwargs)
             return await self._call_async(args, timeout, kwargs)
