@@ -16,7 +16,8 @@ MAX_JSON_DEPTH = 256
 """The deepest nesting of arrays and objects accepted from a provider, a model or an API."""
 
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
-_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+_ONE_KIND = bytes.maketrans(b"{}", b"[]")  # depth counts brackets, whatever their kind
+_STEP = {ord("["): 1, ord("]"): -1}
 _CHUNK = 1 << 16
 
 
@@ -31,7 +32,7 @@ def nested_deeper_than(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> bool:
         return False
     if b"\\" in data:  # escapes leave the quote structure: "\\" then "\"" (valid JSON pairs)
         data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
-    skeleton = data.translate(None, _NOT_STRUCTURE)  # quotes and brackets only
+    skeleton = data.translate(_ONE_KIND, _NOT_STRUCTURE)  # quotes, "[" and "]" only
     depth = 0
     in_string = 0
     # in slices, so that a storm of quotes never makes a list as long as the text
@@ -40,8 +41,15 @@ def nested_deeper_than(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> bool:
         outside = b"".join(pieces[in_string::2])  # the brackets between strings
         if len(pieces) % 2 == 0:  # an odd number of quotes: the slice ends in the other state
             in_string ^= 1
-        if max(accumulate(map(_STEP.__getitem__, outside), initial=depth)) > limit:
+        # Without its innermost pairs ("[]", at C speed) the slice peaks at most one level
+        # lower; only a peak of exactly `limit` needs the slice itself.
+        peak = _peak(outside.replace(b"[]", b""), depth)
+        if peak > limit or (peak == limit and _peak(outside, depth) > limit):
             return True
-        depth += outside.count(b"[") + outside.count(b"{")
-        depth -= outside.count(b"]") + outside.count(b"}")
+        depth += outside.count(b"[") - outside.count(b"]")
     return False
+
+
+def _peak(brackets: bytes, depth: int) -> int:
+    """The deepest level reached by `brackets` ("[" and "]") from `depth`."""
+    return max(accumulate(map(_STEP.__getitem__, brackets), initial=depth))
