@@ -10,6 +10,7 @@ import pytest
 from mcp_support import ECHO, TEST_TIMEOUT, file_appears, stdio_config
 
 from toolweave import ErrorCode, ImageContent, McpError, TextContent, ToolArgumentsError
+from toolweave._utils.sync import run_sync
 from toolweave.errors import ToolNotSupportedError, ToolTimeoutError
 from toolweave.mcp import (
     McpClient,
@@ -341,6 +342,12 @@ async def test_blocking_call_on_the_clients_own_loop_fails_instead_of_hanging(
         with pytest.raises(McpError, match="blocking call") as info:
             add.invoke({"a": 1, "b": 2})
         assert info.value.code == ErrorCode.MCP_CONNECTION_ERROR
+
+        async def nested() -> object:  # a sync face inside another one's helper loop
+            return add.invoke({"a": 1, "b": 2})
+
+        with pytest.raises(McpError, match="blocking call"):
+            run_sync(nested())
         assert await add.ainvoke({"a": 1, "b": 2}) == "3"
 
 

@@ -12,18 +12,18 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 _local = threading.local()
-_blocked: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar(
-    "toolweave_blocked_loop", default=None
+_blocked: contextvars.ContextVar[tuple[asyncio.AbstractEventLoop, ...]] = contextvars.ContextVar(
+    "toolweave_blocked_loops", default=()
 )
 
 
 _bridged: contextvars.ContextVar[bool] = contextvars.ContextVar("toolweave_bridged", default=False)
 
 
-def blocked_loop() -> asyncio.AbstractEventLoop | None:
-    """The event loop whose thread is blocked waiting for this code: set inside `run_sync`'s
-    helper thread when a sync API was called from a coroutine (work handed to that loop
-    would never run)."""
+def blocked_loops() -> tuple[asyncio.AbstractEventLoop, ...]:
+    """The event loops whose threads are blocked waiting for this code: inside `run_sync`'s
+    helper thread, the loop a sync API was called from (and those of outer such calls);
+    work handed to them would never run."""
     return _blocked.get()
 
 
@@ -86,7 +86,7 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     ctx.run(_bridged.set, True)
     if not _in_running_loop():
         return _run(_runner(), coro, ctx)
-    ctx.run(_blocked.set, asyncio.get_running_loop())
+    ctx.run(_blocked.set, (*_blocked.get(), asyncio.get_running_loop()))
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="toolweave-sync") as pool:
         return pool.submit(ctx.run, asyncio.run, coro).result()
 

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from .._utils.sync import blocked_loop
+from .._utils.sync import blocked_loops
 
 T = TypeVar("T")
 
@@ -86,7 +86,7 @@ class Home:
     def blocked(self) -> bool:
         """Whether the home loop's thread is blocked waiting for the caller (a sync face
         called from a coroutine on that loop): handing it work would deadlock."""
-        return blocked_loop() is self.loop
+        return self.loop in blocked_loops()
 
     async def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Await `coro` on the home loop, from any loop (cancellation propagates)."""
