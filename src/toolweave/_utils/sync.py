@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import threading
 from collections.abc import AsyncIterator, Coroutine, Generator
@@ -32,25 +33,46 @@ def in_sync_bridge() -> bool:
     return _bridged.get()
 
 
-def _runner() -> asyncio.Runner:
-    runner: asyncio.Runner | None = getattr(_local, "runner", None)
-    if runner is None or runner.get_loop().is_closed():
+class _ThreadRunner:
+    """A thread's reusable `asyncio.Runner`, closed when the thread's locals go.
+
+    Left to the garbage collector, an unclosed loop is finalised together with its
+    self-pipe sockets in no set order; when a socket goes first, the loop's `__del__` fails
+    ("Invalid file descriptor: -1", an unraisable error in whatever code runs then). This
+    holder sits outside that cycle, so it is dropped as soon as the thread's locals are and
+    closes the loop while the loop is whole."""
+
+    __slots__ = ("runner",)
+
+    def __init__(self) -> None:
         # With a loop_factory the runner does not install its loop as the thread's current
         # event loop, so code calling asyncio.get_event_loop() (test frameworks, libraries)
         # never gets hold of it and cannot close it or shut its executor down.
-        runner = asyncio.Runner(loop_factory=asyncio.new_event_loop)
-        _local.runner = runner
-    return runner
+        self.runner = asyncio.Runner(loop_factory=asyncio.new_event_loop)
+
+    def __del__(self) -> None:
+        # Runner.close closes the loop in a `finally`, also when it cannot run the loop to
+        # shut it down (another loop running in the thread that drops us).
+        with contextlib.suppress(Exception):
+            self.runner.close()
+
+
+def _runner() -> asyncio.Runner:
+    held: _ThreadRunner | None = getattr(_local, "held", None)
+    if held is None or held.runner.get_loop().is_closed():
+        held = _ThreadRunner()
+        _local.held = held
+    return held.runner
 
 
 def reset_thread_loop() -> None:
     """Close this thread's reusable loop; the next `run_sync` makes a new one. For code
     that configured that loop and is going away (DBOS makes its own thread pool the loop's
     default executor, and shuts the pool down when it is destroyed)."""
-    runner: asyncio.Runner | None = getattr(_local, "runner", None)
-    _local.runner = None
-    if runner is not None:
-        runner.close()
+    held: _ThreadRunner | None = getattr(_local, "held", None)
+    _local.held = None
+    if held is not None:
+        held.runner.close()
 
 
 def _in_running_loop() -> bool:
