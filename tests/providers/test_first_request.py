@@ -183,8 +183,14 @@ def test_the_local_model_defaults(tmp_path: Path) -> None:
     assert model.tool_calling == "auto"  # as docs/local-model.md says: probe, then pick
     body = model.build_request_body(ChatRequest([UserMessage("hi")]))
     assert body["max_tokens"] == DEFAULT_MAX_TOKENS
-    asked = ChatRequest([UserMessage("hi")], ChatRequestParameters(max_tokens=50))
-    assert model.build_request_body(asked)["max_tokens"] == 50
+    # greedy: sampled at llama-server's 0.8, the README's quick start skipped the tool in
+    # about one run in five
+    assert body["temperature"] == 0
+    asked = ChatRequest([UserMessage("hi")], ChatRequestParameters(max_tokens=50, temperature=0.7))
+    asked_body = model.build_request_body(asked)
+    assert asked_body["max_tokens"] == 50 and asked_body["temperature"] == 0.7
+    warm = server.chat_model(default_parameters=ChatRequestParameters(temperature=0.5))
+    assert warm.build_request_body(ChatRequest([UserMessage("hi")]))["temperature"] == 0.5
     own = server.chat_model(
         default_parameters=ChatRequestParameters(max_tokens=2000, temperature=0),
         tool_calling="constrained",
