@@ -26,6 +26,7 @@ from toolweave import (
 )
 from toolweave.chat import UserMessage
 from toolweave.execution import StructuredText
+from toolweave.execution.results import USER_ONLY_TEXT
 from toolweave.providers import (
     AnthropicChatModel,
     GeminiChatModel,
@@ -565,7 +566,9 @@ def test_parts_for_the_user_only_are_kept_but_not_sent_to_the_model(
         ("image", False),
     ]
     assert success.contents[0].annotations.audience == ("user",)  # type: ignore[union-attr]
-    assert success.result_text == ""
+    # every part for the user: the model is told so rather than sent an empty result
+    assert success.result_text == USER_ONLY_TEXT
+    assert json.dumps(USER_ONLY_TEXT)[1:-1] in sent
     assert debug.result_text == "Debug: Cache hit ratio 0.95, latency 150ms"
     image = success.contents[1]
     assert isinstance(image, ImageContent) and image.data and image.data[:40] not in sent
@@ -576,4 +579,4 @@ def test_parts_for_the_user_only_are_kept_but_not_sent_to_the_model(
         "responses": check_responses_request,
         "bedrock": _check_bedrock,
     }[provider]
-    check(server.bodies[1])  # an empty tool result is still a valid request
+    check(server.bodies[1])

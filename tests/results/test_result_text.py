@@ -214,3 +214,20 @@ def test_threads_encoding_the_same_value_at_once_all_get_its_json() -> None:
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         outcomes = set().union(*pool.map(lambda _: encode_many(), range(8)))
     assert outcomes == {expected}
+
+
+def test_a_result_whose_parts_are_all_for_the_user_tells_the_model_so() -> None:
+    from toolweave.execution.content import Annotations, ImageContent, TextContent
+    from toolweave.execution.results import USER_ONLY_TEXT, ToolExecutionResult
+
+    user = Annotations(audience=("user",))
+    note = TextContent(text="for your eyes", annotations=user)
+    image = ImageContent(data="iVBORw0KGgo=", mime_type="image/png")
+    # all for the user: a note, never an empty tool result (some APIs refuse one)
+    assert ToolExecutionResult(text="", contents=(note,)).result_text() == USER_ONLY_TEXT
+    # structured data next to them is still the model's
+    both = ToolExecutionResult(text="", contents=(note,), structured={"a": 1})
+    assert json.loads(both.result_text()) == {"a": 1}
+    # media for the model carries the result: no note
+    assert ToolExecutionResult(text="", contents=(note, image)).result_text() == ""
+    assert ToolExecutionResult(text="", contents=()).result_text() == ""

@@ -12,6 +12,11 @@ from .requests import ToolExecutionRequest
 __all__ = ["StructuredText", "ToolExecution", "ToolExecutionResult"]
 
 
+USER_ONLY_TEXT = "[The tool's result is for the user only; it is not shown to the model.]"
+"""What the model is told when every part of a result is for the user only (MCP
+``audience: ["user"]``)."""
+
+
 class StructuredText(str):
     """Text with structured data alongside (`structured`), e.g. an MCP result's text and its
     ``structuredContent``. It is the text wherever a `str` is expected; the executor keeps
@@ -87,15 +92,22 @@ class ToolExecutionResult:
 
     def result_text(self) -> str:
         """The text sent to the model (joined text parts for multimodal results; the
-        structured value as JSON when there is nothing else)."""
-        if self.contents is not None and not self.text:
-            return "\n".join(
+        structured value as JSON when there is nothing else; a short note when every part
+        is for the user only, so the model is not left with an empty result)."""
+        if self.text:
+            return self.text
+        if self.contents is not None:
+            text = "\n".join(
                 p.text for p in self.contents if isinstance(p, TextContent) and p.for_model
             )
-        if not self.text and self.structured is not None:
+            if text or any(p.for_model for p in self.contents):
+                return text
+        if self.structured is not None:
             from .text import result_to_text
 
             return result_to_text(self.structured)
+        if self.contents:
+            return USER_ONLY_TEXT
         return self.text
 
 
