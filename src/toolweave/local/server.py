@@ -5,7 +5,6 @@ from __future__ import annotations
 import atexit
 import importlib.metadata
 import os
-import queue
 import shutil
 import signal
 import socket
@@ -13,11 +12,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import Future
 from pathlib import Path
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import httpx2
 
@@ -139,67 +136,6 @@ _NO_REPACK: set[str] = set()  # binaries that crashed repacking weights: started
 _live_lock = threading.Lock()
 
 
-_PR_SET_PDEATHSIG = 1
-_spawn_jobs: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
-_spawner: threading.Thread | None = None
-
-
-def _spawner_loop() -> None:
-    while True:
-        job, future = _spawn_jobs.get()
-        try:
-            future.set_result(job())
-        except BaseException as e:
-            future.set_exception(e)
-
-
-def _spawn(cmd: list[str], log: IO[bytes]) -> subprocess.Popen[bytes]:
-    """Start `cmd` so that, on Linux, it is killed when this process dies however it dies
-    (SIGTERM or SIGKILL included, when atexit handlers never run): the parent-death signal
-    is set between fork and exec. The kernel sends it when the *thread* that forked ends,
-    so every server is forked by one daemon thread that lives as long as the process (and
-    the signal comes only after the exit handlers stopped the servers gently)."""
-    global _spawner
-    preexec = _die_with_parent()
-
-    def popen() -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
-            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=preexec
-        )
-
-    if preexec is None:
-        return popen()
-    with _live_lock:
-        if _spawner is None:
-            _spawner = threading.Thread(
-                target=_spawner_loop, name="toolweave-llama-spawner", daemon=True
-            )
-            _spawner.start()
-    future: Future[subprocess.Popen[bytes]] = Future()
-    _spawn_jobs.put((popen, future))
-    return future.result()
-
-
-def _die_with_parent() -> Callable[[], None] | None:
-    """A `preexec_fn` that has the child killed when this process dies (Linux), else None."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def preexec() -> None:
-        prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
-        if os.getppid() != parent:  # the parent died before the signal was set
-            os._exit(1)
-
-    return preexec
-
-
 @atexit.register
 def _stop_all() -> None:
     with _live_lock:
@@ -212,9 +148,7 @@ class LlamaServer:
     """A `llama-server` process serving one GGUF model on `127.0.0.1`.
 
     Use it as a context manager (`with LlamaServer() as server:`), or call `start()` and
-    `stop()`; any server still running when the interpreter exits is stopped, and on Linux
-    the server is killed when this process dies in any other way (a SIGTERM or SIGKILL that
-    skips the interpreter's exit). The server's
+    `stop()`; any server still running when the interpreter exits is stopped. The server's
     output goes to `log_path`, which is kept after it stops.
     """
 
@@ -311,7 +245,9 @@ class LlamaServer:
                 *self.extra_args,
             ]  # fmt: skip
             with open(self.log_path, "wb") as log:
-                self._proc = _spawn(cmd, log)
+                self._proc = subprocess.Popen(
+                    cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                )
             with _live_lock:
                 _live.add(self)
             try:
