@@ -54,7 +54,7 @@ def test_toolweave_adapter_quick() -> None:
     _check(data)
     ok = {r["id"] for r in data["results"] if r["status"] == "ok"}
     expected = {"W1.cold", "W1.cached", "W2", "W3", "W3s", "W4", "W5", "W5.c16", "W6", "W7"}
-    expected |= {"W9", "W9.hs", "W9.sdk", "W9.sdk26", "W9.serve", "I.import", "I.tool"}
+    expected |= {"W9", "W9.new", "W9.sdk", "W9.sdk26", "W9.serve", "I.import", "I.tool"}
     assert expected <= ok
     assert {"W8.register.100", "W8.request.100", "W8.lookup.100"} <= ok
 

@@ -47,7 +47,7 @@ WORKLOADS: list[tuple[str, str]] = [
     ("W7", "W7 stream aggregation (3 calls × ~2 KB, 1–4 char deltas), chunk by chunk"),
     ("W7.read", "W7 same, fed per network read (16 chunks)"),
     ("W9", "W9 MCP round trip over stdio: McpTool.ainvoke → SDK server"),
-    ("W9.hs", "W9 same, tuned: protocol='handshake' (W9.sdk's protocol)"),
+    ("W9.new", "W9 same, protocol='newest' (2026-07-28), against the SDK on it"),
     ("W9.serve", "W9 serving: SDK client → `toolweave mcp serve`"),
 ]
 BASELINES: list[tuple[str, str]] = [
@@ -58,7 +58,7 @@ BASELINES: list[tuple[str, str]] = [
     ("W6.plain", "plain loop, per round"),
     ("W7.plain", "plain accumulator"),
     ("W9.sdk", "W9 mcp SDK alone: ClientSession.call_tool → SDK MCPServer"),
-    ("W9.sdk26", "W9 mcp SDK alone, on 2026-07-28 (the protocol toolweave negotiates)"),
+    ("W9.sdk26", "W9 mcp SDK alone, on 2026-07-28 (the SDK Client's default)"),
 ]
 
 
@@ -256,21 +256,12 @@ def targets(runs: dict[str, dict[str, Any]], sizes: list[int]) -> list[tuple[str
             verdict(None if value is None else value <= 1.1),
         )
     )
-    tuned = ratio("W9.hs")
-    if tuned is not None:
+    newest, modern = ratio("W9.new"), ratio("W9.sdk26")
+    if newest is not None and modern:
         rows.append(
             (
-                "W9 tuned: McpServerConfig(protocol='handshake'), the SDK session's protocol",
-                f"{tuned:.2f}×",
-                "(info)",
-            )
-        )
-    modern = ratio("W9.sdk26")
-    if value is not None and modern:
-        rows.append(
-            (
-                "W9 McpTool vs the SDK's ClientSession on the same protocol (2026-07-28)",
-                f"{value / modern:.2f}× (the protocol alone: {modern:.2f}× W9.sdk)",
+                "W9 with protocol='newest': McpTool vs the SDK, both on 2026-07-28",
+                f"{newest:.2f}× (the protocol alone: {modern:.2f}× W9.sdk)",
                 "(info)",
             )
         )
@@ -411,7 +402,7 @@ def chart(runs: dict[str, dict[str, Any]], path: Path) -> bool:
     keys = [
         (k, label)
         for k, label in WORKLOADS + _scale_workloads(sizes)
-        if k in tw and tw[k]["status"] == "ok" and k not in ("W5.c16", "W9.hs", "W9.serve")
+        if k in tw and tw[k]["status"] == "ok" and k not in ("W5.c16", "W9.new", "W9.serve")
     ]
     fig, ax = plt.subplots(figsize=(max(10, len(keys) * 0.9), 6))
     width = 0.8 / max(1, len(names))

@@ -3,12 +3,13 @@
 - W9.sdk (the baseline): the SDK's `ClientSession.call_tool` against the SDK's `MCPServer`
   (a session opened with `initialize`: the handshake-era protocol, 2025-11-25);
 - W9.sdk26 (information): the same call on a 2026-07-28 connection (the SDK `Client`'s
-  default negotiation, which toolweave uses too), through the `Client`'s `ClientSession`:
-  what the newer protocol itself costs per call;
+  default negotiation), through the `Client`'s `ClientSession`: what the newer protocol
+  itself costs per call;
 - W9: toolweave's `McpTool.ainvoke` against the same server program (toolweave's client,
-  result converted to a toolweave value): what toolweave adds on the client side;
-- W9.hs (tuned, labelled): the same with ``McpServerConfig(protocol="handshake")``, the
-  protocol of W9.sdk;
+  default settings: the handshake over stdio; result converted to a toolweave value):
+  what toolweave adds on the client side;
+- W9.new (information): the same with ``McpServerConfig(protocol="newest")`` (2026-07-28),
+  against W9.sdk26, the SDK on that protocol;
 - W9.serve: the SDK's `ClientSession.call_tool` against `toolweave mcp serve` serving the
   same function: what toolweave adds on the server side (calls per second = 1 / time).
 
@@ -105,13 +106,7 @@ async def _sdk_client(command: list[str]) -> AsyncIterator[Callable[[], Awaitabl
         ClientSession(read, write) as session,
     ):
         await session.initialize()
-
-        async def call() -> Any:
-            result = await session.call_tool("lookup", ARGS)
-            assert not result.is_error and result.content[0].text == "alpha"
-            return result
-
-        yield call
+        yield _caller(session)
 
 
 @contextlib.asynccontextmanager
@@ -123,14 +118,18 @@ async def _sdk_modern_client(command: list[str]) -> AsyncIterator[Callable[[], A
     async with Client(params) as client:
         assert client.protocol_version == "2026-07-28", client.protocol_version
         await client.list_tools()  # as toolweave does: the session learns the output schema
-        session = client.session
+        yield _caller(client.session)
 
-        async def call() -> Any:
-            result = await session.call_tool("lookup", ARGS)
-            assert not result.is_error and result.content[0].text == "alpha"
-            return result
 
-        yield call
+def _caller(session: Any) -> Callable[[], Awaitable[Any]]:
+    """One W9 call through an SDK `ClientSession`, its answer checked."""
+
+    async def call() -> Any:
+        result = await session.call_tool("lookup", ARGS)
+        assert not result.is_error and result.content[0].text == "alpha"
+        return result
+
+    return call
 
 
 @contextlib.asynccontextmanager
@@ -180,10 +179,10 @@ def cases(loop: asyncio.AbstractEventLoop, holders: list[_Holder]) -> list[Case]
             SDK_SERVER,
         ),
         (
-            "W9.hs",
-            "toolweave McpTool.ainvoke, tuned: McpServerConfig(protocol='handshake')",
-            "W9.sdk",
-            functools.partial(_toolweave_client, protocol="handshake"),
+            "W9.new",
+            "toolweave McpTool.ainvoke with McpServerConfig(protocol='newest'): 2026-07-28",
+            "W9.sdk26",
+            functools.partial(_toolweave_client, protocol="newest"),
             SDK_SERVER,
         ),
         (

@@ -16,6 +16,7 @@ DEMO = str(SERVERS / "mcp_demo_server.py")
 ECHO = str(SERVERS / "mcp_echo_server.py")
 BROKEN = str(SERVERS / "mcp_broken_server.py")
 TOOLWEAVE = str(SERVERS / "mcp_toolweave_server.py")
+MODERN_ONLY = str(SERVERS / "mcp_modern_only_server.py")
 
 # Generous bounds: no test asserts on timing, these only stop a hang.
 TEST_TIMEOUT = 90.0

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from mcp_support import ECHO, TEST_TIMEOUT, file_appears, stdio_config
+from mcp_support import ECHO, MODERN_ONLY, TEST_TIMEOUT, file_appears, stdio_config
 
 from toolweave import ErrorCode, ImageContent, McpError, TextContent, ToolArgumentsError
 from toolweave._utils.sync import run_sync
@@ -301,15 +301,64 @@ async def test_async_client_tools_usable_from_sync_code(demo_config: McpServerCo
         assert await asyncio.to_thread(add.invoke, {"a": 20, "b": 22}) == "42"
 
 
-@pytest.mark.parametrize(("protocol", "era"), [("auto", "2026-07-28"), ("handshake", "2025-11-25")])
-async def test_protocol_choice(demo_config: McpServerConfig, protocol: str, era: str) -> None:
+def _era(client: McpClient) -> str:
+    conn = client._core._conn
+    assert conn is not None and conn.client is not None
+    return conn.client.protocol_version
+
+
+@pytest.mark.parametrize(
+    ("protocol", "era"),
+    [("auto", "2025-11-25"), ("handshake", "2025-11-25"), ("newest", "2026-07-28")],
+)
+async def test_protocol_choice_over_stdio(
+    demo_config: McpServerConfig, protocol: str, era: str
+) -> None:
+    """Over stdio `"auto"` is the handshake: the newer protocol costs per call and buys
+    nothing on a connection that is a session anyway."""
     config = demo_config.model_copy(update={"protocol": protocol})
     async with asyncio.timeout(TEST_TIMEOUT), McpClient(config) as client:
         add = (await tools_by_name(client))["add"]
         assert await add.ainvoke({"a": 1, "b": 2}) == "3"
-        conn = client._core._conn
-        assert conn is not None and conn.client is not None
-        assert conn.client.protocol_version == era
+        assert _era(client) == era
+
+
+@pytest.mark.parametrize(
+    ("protocol", "era"),
+    [("auto", "2026-07-28"), ("handshake", "2025-11-25"), ("newest", "2026-07-28")],
+)
+async def test_protocol_choice_over_http(
+    demo_http_config: McpServerConfig, protocol: str, era: str
+) -> None:
+    config = demo_http_config.model_copy(update={"protocol": protocol})
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(config) as client:
+        add = (await tools_by_name(client))["add"]
+        assert await add.ainvoke({"a": 1, "b": 2}) == "3"
+        assert _era(client) == era
+
+
+async def test_a_stdio_server_that_refuses_the_handshake_gets_the_newer_protocol(
+    tmp_path: Path,
+) -> None:
+    """A server that speaks only 2026-07-28 answers ``initialize`` with -32022: the client
+    starts it again and probes, once; reconnects then probe straight away."""
+    log = tmp_path / "connections.log"
+    config = stdio_config(MODERN_ONLY, name="modern", env={"MODERN_ONLY_LOG": str(log)})
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(config) as client:
+        (add,) = await client.list_tools()
+        assert await add.ainvoke({"a": 2, "b": 3}) == "5"
+        assert _era(client) == "2026-07-28"
+        assert log.read_text().count("connected") == 2
+        assert client._core._connect_mode() == "auto"
+
+
+async def test_protocol_handshake_does_not_fall_back() -> None:
+    config = stdio_config(MODERN_ONLY, name="modern", protocol="handshake")
+    with pytest.raises(McpError) as info:
+        async with asyncio.timeout(TEST_TIMEOUT), McpClient(config):
+            pass
+    assert info.value.code == ErrorCode.MCP_CONNECTION_ERROR
+    assert "the initialize handshake is not accepted" in info.value.message
 
 
 def _mcp_threads() -> list[str]:

@@ -53,7 +53,7 @@ async def test_the_next_request_offers_the_servers_new_tool_list(era: str) -> No
     async with (
         asyncio.timeout(TEST_TIMEOUT),
         McpClient(
-            stdio_config(CHANGING),
+            stdio_config(CHANGING, protocol="newest" if era == "2026-07-28" else "auto"),
             on_tools_changed=lambda: changes.append(True),
             roots=["."] if era == "2025-11-25" else None,
         ) as c,

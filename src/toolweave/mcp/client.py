@@ -27,7 +27,7 @@ import math
 import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
-from typing import Any, TextIO, TypeVar
+from typing import Any, Literal, TextIO, TypeVar
 
 import anyio
 import httpx2
@@ -60,6 +60,8 @@ __all__ = ["McpAuthError", "McpClient", "McpTimeoutError", "SyncMcpClient"]
 log = logging.getLogger("toolweave.mcp")
 
 T = TypeVar("T")
+ConnectMode = Literal["legacy", "auto"]
+"""How the SDK `Client` connects: the ``initialize`` handshake, or its probe for the newest."""
 
 _MAX_PAGES = 100
 _CLIENT_INFO = mcp_types.Implementation(name="toolweave", version=__version__)
@@ -187,12 +189,17 @@ class _Connection:
         hooks: McpClientHooks,
         auth: httpx2.Auth | None = None,
         tasks: TaskCalls | None = None,
+        mode: ConnectMode = "auto",
     ) -> None:
         self.config = config
         self.errlog = errlog
         self.hooks = hooks
         self.auth = auth
         self.tasks = tasks if tasks is not None else TaskCalls(config)
+        self.mode = mode
+        """The SDK's connect mode: ``"legacy"`` (the handshake) or ``"auto"`` (probe)."""
+        self.handshake_refused = False
+        """The server answered ``initialize`` with an error (it may speak only 2026-07-28)."""
         self.refused: tuple[int, str] | None = None
         """The last 401/403 the server answered: (status, WWW-Authenticate)."""
         self.client: Client | None = None
@@ -330,12 +337,7 @@ class _Connection:
                     cache=None,
                     client_info=_CLIENT_INFO,
                     message_handler=self._on_message,
-                    # Servers ask (sampling, elicitation, roots) through requests of their
-                    # own only on handshake-era connections; a 2026-07-28 connection has no
-                    # back-channel for them, so a client that can answer uses the handshake.
-                    mode="legacy"
-                    if self.hooks.answers_requests or cfg.protocol == "handshake"
-                    else "auto",
+                    mode=self.mode,
                     **self.hooks.sdk_callbacks(cfg),
                 ) as client:
                     self.client = client
@@ -360,7 +362,10 @@ class _Connection:
                 msg = self.problem or _describe_error(e)
                 if isinstance(e, MCPError) and e.code == mcp_types.CONNECTION_CLOSED:
                     msg = self.problem or "the server closed the connection during the handshake"
-                self.ready.set_exception(self.connect_error(msg, e))
+                error = self.connect_error(msg, e)
+                if self.mode == "legacy" and _refuses_handshake(e):
+                    error.details["handshake_refused"] = True
+                self.ready.set_exception(error)
             else:
                 self.problem = self.problem or _describe_error(e)
                 log.debug("%s: connection ended: %s", cfg.describe(), self.problem)
@@ -424,6 +429,7 @@ class _Core:
         self._conn: _Connection | None = None
         self._lock: asyncio.Lock | None = None
         self._connected_once = False
+        self._handshake_refused = False
         self.closed = False
 
     # the home loop -----------------------------------------------------------------------------
@@ -513,9 +519,44 @@ class _Core:
                 query.update({str(k): str(v) for k, v in dict(result.get(key) or {}).items()})
         return cfg.model_copy(update={"auth_headers": headers, "auth_query_params": query})
 
+    def _connect_mode(self) -> ConnectMode:
+        """``"legacy"`` (the ``initialize`` handshake) or ``"auto"`` (the SDK probes for the
+        newest protocol), from `McpServerConfig.protocol` and the transport."""
+        cfg = self.config
+        # Servers ask (sampling, elicitation, roots) through requests of their own only on
+        # handshake-era connections; a 2026-07-28 connection has no back-channel for them,
+        # so a client that can answer uses the handshake.
+        if cfg.protocol == "handshake":
+            return "legacy"
+        if self._handshake_refused:
+            return "auto"
+        if self.hooks.answers_requests:
+            return "legacy"
+        return "auto" if cfg.protocol == "newest" or cfg.client_type != "stdio" else "legacy"
+
     async def _open(self) -> _Connection:
+        mode = self._connect_mode()
+        try:
+            return await self._open_in(mode)
+        except McpError as e:
+            if not (self.config.protocol == "auto" and e.details.get("handshake_refused")):
+                raise
+            # A server that speaks only the 2026-07-28 protocol refuses the handshake: try
+            # again with the SDK's probe (a stdio server is started again), and remember.
+            log.info(
+                "%s: the server refused the initialize handshake (%s); trying the newer protocol%s",
+                self.config.describe(),
+                e.message,
+                " (its sampling, elicitation and roots requests cannot reach the hooks)"
+                if self.hooks.answers_requests
+                else "",
+            )
+            self._handshake_refused = True
+            return await self._open_in("auto")
+
+    async def _open_in(self, mode: ConnectMode) -> _Connection:
         conn = _Connection(
-            await self._authorized_config(), self.errlog, self.hooks, self.auth, self.tasks
+            await self._authorized_config(), self.errlog, self.hooks, self.auth, self.tasks, mode
         )
         conn.task = asyncio.get_running_loop().create_task(conn.own())
         try:
@@ -666,9 +707,20 @@ class _Core:
                     await self._list_pages()
                 if self.tasks.wanted(name, conn.client):
                     return await self.tasks.call(conn.client, name, arguments, timeout, progress)
-                return await conn.client.call_tool(
-                    name, arguments, read_timeout_seconds=timeout, progress_callback=progress
-                )
+                if timeout is None or self.auth is not None:
+                    # The SDK's timer, which pauses while an OAuth flow waits for a person.
+                    return await conn.client.call_tool(
+                        name, arguments, read_timeout_seconds=timeout, progress_callback=progress
+                    )
+                # One timer of our own, which also covers a write to a wedged transport:
+                # cancelling the SDK's wait sends the server notifications/cancelled.
+                try:
+                    async with asyncio.timeout(timeout):
+                        return await conn.client.call_tool(
+                            name, arguments, progress_callback=progress
+                        )
+                except TimeoutError:
+                    raise self._timed_out(f"call to tool {name!r}", timeout) from None
             except MCPError as e:
                 if is_session_lost(e) and attempt == 0:
                     # The server no longer knows the session, so the call never ran: re-open
@@ -692,17 +744,22 @@ class _Core:
                 ) from e
         raise AssertionError("unreachable")
 
+    def _timed_out(
+        self, during: str, timeout: float | None, cause: BaseException | None = None
+    ) -> McpTimeoutError:
+        return McpTimeoutError(
+            f"{self.config.describe()}: {during} did not finish within {timeout or 0:g} s; "
+            "a cancellation was sent to the server",
+            cause=cause,
+        )
+
     def _translate(
         self, e: MCPError, conn: _Connection, during: str, timeout: float | None
     ) -> McpError:
         if _is_transport_failure(e):
             return self._lost(conn, during, e)
         if e.code == mcp_types.REQUEST_TIMEOUT:
-            return McpTimeoutError(
-                f"{self.config.describe()}: {during} did not finish within {timeout or 0:g} s; "
-                "a cancellation was sent to the server",
-                cause=e,
-            )
+            return self._timed_out(during, timeout, e)
         return McpError(
             f"{self.config.describe()}: {during} failed with JSON-RPC error {e.code}: {e.message}",
             code=ErrorCode.MCP_EXECUTION_ERROR,
@@ -796,10 +853,11 @@ class _Core:
         progress: ProgressCallback | None = None,
     ) -> mcp_types.CallToolResult:
         t = self.effective_timeout(timeout)
-        guard = None if t is None else t + self.config.connect_timeout
-        return await self._guarded(
-            self._do_call_tool(name, dict(arguments or {}), t, progress), guard
-        )
+        call = self._do_call_tool(name, dict(arguments or {}), t, progress)
+        home = self._home
+        if home is not None and home.here() and self.auth is None:
+            return await call  # the call's own timer covers it all (no other loop to watch)
+        return await self._guarded(call, None if t is None else t + self.config.connect_timeout)
 
     async def _do_roots_changed(self) -> None:
         conn = await self._do_connection()
@@ -845,6 +903,17 @@ def _announces_tool_changes(client: Client) -> bool:
         return False  # older servers send notifications/tools/list_changed unasked
     tools = client.server_capabilities.tools
     return tools is not None and bool(tools.list_changed)
+
+
+def _refuses_handshake(exc: BaseException) -> bool:
+    """Whether a failed connect was the server answering ``initialize`` with an error or
+    with a protocol version the handshake does not know (not a lost connection)."""
+    for e in _leaf_errors(exc):
+        if isinstance(e, MCPError):
+            return not _is_transport_failure(e) and e.code != mcp_types.REQUEST_TIMEOUT
+        if isinstance(e, RuntimeError) and "protocol version" in str(e):
+            return True  # the SDK's "Unsupported protocol version from the server: …"
+    return False
 
 
 def _is_transport_failure(e: MCPError) -> bool:

@@ -113,11 +113,16 @@ class McpServerConfig(BaseModel):
     """The longest message a server may send (a stdio line, or one event of a streamable
     HTTP stream; the SDK's default there is 1 MiB); a longer one is dropped, and the call
     it answered fails with `McpError` (a hostile server cannot fill the memory)."""
-    protocol: Literal["auto", "handshake"] = "auto"
-    """``"auto"``: the newest protocol both sides speak (2026-07-28 when the server offers
-    it, else the ``initialize`` handshake); ``"handshake"``: always the handshake era
-    (2025-11-25), whose calls carry less per-request metadata (benchmarks/RESULTS.md, W9).
-    A client with a sampling, elicitation or roots hook always uses the handshake."""
+    protocol: Literal["auto", "handshake", "newest"] = "auto"
+    """Which protocol era to speak. ``"auto"``: over stdio the ``initialize`` handshake
+    (2025-11-25), falling back to the newest protocol if the server refuses it; over HTTP
+    the newest protocol both sides speak (2026-07-28 when the server offers it, else the
+    handshake). ``"handshake"``: always the handshake. ``"newest"``: the newest protocol
+    both sides speak, over stdio too. A stdio connection is a session by nature, so the
+    newer protocol's per-request metadata buys nothing there and costs 15–20% per call
+    (benchmarks/RESULTS.md, W9); over HTTP it needs no server-side session. A client with
+    a sampling, elicitation or roots hook uses the handshake unless the server refuses it
+    (only a handshake-era server can send requests of its own)."""
     task_calls: TaskCallPolicy = "when_required"
     """Task-augmented calls (MCP 2025-11-25 tasks): ``"when_required"`` for tools whose
     ``execution.taskSupport`` is ``"required"``; ``"when_allowed"`` also for ``"optional"``

@@ -136,15 +136,20 @@ def mcp_result_to_value(result: mcp_types.CallToolResult, tool_name: str = "") -
     texts: list[str] = []
     parts: list[ContentPart] = []
     media = False
-    for block in result.content:
-        part = _part(block)
-        if not part.for_model:  # for the user only: kept as a part, not in the model's text
-            media = True
-        elif isinstance(part, TextContent):
-            texts.append(part.text)
-        else:
-            media = True
-        parts.append(part)
+    blocks = result.content
+    if all(type(b) is mcp_types.TextContent and b.annotations is None for b in blocks):
+        # The common answer, plain text: no parts needed.
+        texts = [b.text for b in blocks if isinstance(b, mcp_types.TextContent)]
+    else:
+        for block in blocks:
+            part = _part(block)
+            if not part.for_model:  # for the user only: kept as a part, not in the model's text
+                media = True
+            elif isinstance(part, TextContent):
+                texts.append(part.text)
+            else:
+                media = True
+            parts.append(part)
     text = "\n\n".join(texts)
     if result.is_error:
         raise McpError(
@@ -233,6 +238,7 @@ class McpTool(Tool):
             raise TypeError(f"McpTool needs an McpClient, SyncMcpClient or session, got {client!r}")
         super().__init__(card)
         self._session: McpToolSession = session
+        self._required = frozenset(card.input_params.get("required") or ())
 
     @property
     def card(self) -> McpToolCard:
@@ -262,7 +268,9 @@ class McpTool(Tool):
         return self._drop_optional_none(args) if skip_none_value else args
 
     def _drop_optional_none(self, data: dict[str, Any]) -> dict[str, Any]:
-        required = set(self._card.input_params.get("required") or ())
+        if not any(v is None for v in data.values()):
+            return data
+        required = self._required
         return {k: v for k, v in data.items() if v is not None or k in required}
 
     async def ainvoke_internal(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
