@@ -320,6 +320,7 @@ class JsonSchemaArgumentsValidator:
     __slots__ = (
         "_defaults",
         "_extra_allowed",
+        "_plain",
         "_properties",
         "_required_defaults",
         "_validator",
@@ -365,6 +366,8 @@ class JsonSchemaArgumentsValidator:
             or "patternProperties" in self.schema
             or (extra is None and not isinstance(props, Mapping))
         )
+        self._plain = _PlainSchema.of(self.schema, cls, self._required_defaults)
+        """The fast path's tables; None when the schema is not plain (see `_PlainSchema`)."""
 
     def validate_json(self, raw: str | bytes) -> dict[str, Any]:
         """Parse (with repair) and validate the model's raw argument string."""
@@ -380,6 +383,15 @@ class JsonSchemaArgumentsValidator:
         validation (the model may leave it out)."""
         if data is None:
             data = {}
+        plain = self._plain
+        if plain is not None and type(data) is dict:
+            out = plain.validate(data, self._extra_allowed)
+            if out is not None:
+                return out
+        return self._validate_slow(data)
+
+    def _validate_slow(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        """The general path: coercion, the schema validator, error reports."""
         if not isinstance(data, Mapping):
             raise ToolArgumentsError(
                 f"The arguments must be a JSON object, got {type(data).__name__}.",
@@ -440,6 +452,160 @@ class JsonSchemaArgumentsValidator:
                 out[k] = copy.deepcopy(v)
         _fill_null_defaults(data, out, self.schema, self.schema)
         return dict(out)
+
+
+_PLAIN_ROOT_KEYWORDS = frozenset(
+    (
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "title",
+        "description",
+        "examples",
+        "$comment",
+        "$schema",
+    )
+)
+_PLAIN_KEYWORDS = frozenset(
+    ("type", "enum", "format", "title", "description", "default", "examples", "$comment")
+)
+_PLAIN_TYPES: dict[str, frozenset[type]] = {
+    "string": frozenset((str,)),
+    "integer": frozenset((int,)),
+    "number": frozenset((int, float)),
+    "boolean": frozenset((bool,)),
+}
+_UNKNOWN: Any = object()
+
+
+def _atomic(value: Any) -> bool:
+    """Whether `copy.deepcopy(value)` is `value` itself (no copy needed)."""
+    return type(value) in (str, int, float, bool)
+
+
+class _PlainSchema:
+    """The fast path of `JsonSchemaArgumentsValidator` for a flat schema of scalars: an
+    object whose properties have one scalar type (string, integer, number, boolean, or
+    none at all) and only annotations besides (title, description, default, examples,
+    `format`, which is not checked, and `enum` of strings on a string). It accepts only
+    arguments that need no coercion and break no rule (every value of its property's
+    exact type, no null, no unknown key where refused, every required key present) and
+    returns what the general path returns for them; anything else goes that path, the one
+    source of coercions and error messages."""
+
+    __slots__ = ("checks", "defaults", "required", "required_defaults")
+
+    def __init__(
+        self,
+        checks: dict[str, tuple[frozenset[type] | None, frozenset[str] | None]],
+        required: tuple[str, ...],
+        required_defaults: tuple[tuple[str, Any, bool], ...],
+        defaults: tuple[tuple[str, Any, bool], ...],
+    ) -> None:
+        self.checks = checks
+        """Property → (exact Python types accepted or None for any, enum or None)."""
+        self.required = required
+        self.required_defaults = required_defaults
+        """(key, default, atomic) filled before the check, as the general path does."""
+        self.defaults = defaults
+        """(key, default, atomic) of every non-null default, filled after it."""
+
+    @classmethod
+    def of(
+        cls, schema: Mapping[str, Any], validator_cls: Any, required_defaults: Mapping[str, Any]
+    ) -> _PlainSchema | None:
+        """The fast path for `schema`, or None when it is not plain."""
+        import jsonschema
+
+        if validator_cls not in (
+            jsonschema.Draft4Validator,
+            jsonschema.Draft6Validator,
+            jsonschema.Draft7Validator,
+            jsonschema.Draft201909Validator,
+            jsonschema.Draft202012Validator,
+        ):
+            return None
+        if schema.get("type") != "object" or not _PLAIN_ROOT_KEYWORDS.issuperset(schema):
+            return None
+        if not isinstance(schema.get("additionalProperties", False), bool):
+            return None
+        required = schema.get("required", [])
+        if not isinstance(required, list) or not all(isinstance(k, str) for k in required):
+            return None
+        props = schema.get("properties", {})
+        if not isinstance(props, Mapping):
+            return None
+        checks: dict[str, tuple[frozenset[type] | None, frozenset[str] | None]] = {}
+        defaults: list[tuple[str, Any, bool]] = []
+        for key, sub in props.items():
+            if not isinstance(key, str) or not isinstance(sub, Mapping):
+                return None
+            if not _PLAIN_KEYWORDS.issuperset(sub):
+                return None
+            kind = sub.get("type")
+            if kind is None:
+                if "enum" in sub or "format" in sub:
+                    return None
+                types = None
+            elif isinstance(kind, str) and kind in _PLAIN_TYPES:
+                types = _PLAIN_TYPES[kind]
+            else:
+                return None
+            enum: frozenset[str] | None = None
+            if "enum" in sub:
+                members = sub["enum"]
+                if kind != "string" or not isinstance(members, list):
+                    return None
+                if not all(type(m) is str for m in members):
+                    return None
+                enum = frozenset(members)
+            if "format" in sub and kind != "string":
+                return None
+            checks[key] = (types, enum)
+            if "default" in sub and sub["default"] is not None:
+                defaults.append((key, sub["default"], _atomic(sub["default"])))
+        for key, value in required_defaults.items():
+            # filled before validation and coerced there: must pass as is to stay equivalent
+            types, enum = checks[key]
+            if types is not None and (
+                type(value) not in types or (enum is not None and value not in enum)
+            ):
+                return None
+        return cls(
+            checks,
+            tuple(required),
+            tuple((k, v, _atomic(v)) for k, v in required_defaults.items()),
+            tuple(defaults),
+        )
+
+    def validate(self, data: dict[str, Any], extra_allowed: bool) -> dict[str, Any] | None:
+        """The validated arguments, or None when the general path must decide."""
+        checks = self.checks
+        for key, value in data.items():
+            check = checks.get(key, _UNKNOWN)
+            if check is _UNKNOWN:
+                if extra_allowed:
+                    continue
+                return None
+            if value is None:
+                return None
+            types, enum = check
+            if types is not None and (
+                type(value) not in types or (enum is not None and value not in enum)
+            ):
+                return None
+        out = dict(data)
+        for key, value, atomic in self.required_defaults:
+            if key not in out:
+                out[key] = value if atomic else copy.deepcopy(value)
+        for key in self.required:
+            if key not in out:
+                return None
+        for key, value, atomic in self.defaults:
+            if key not in out:
+                out[key] = value if atomic else copy.deepcopy(value)
+        return out
 
 
 def _fill_null_defaults(
