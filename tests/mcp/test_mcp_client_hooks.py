@@ -195,6 +195,7 @@ def refusing_server(status: int) -> tuple[Any, str]:
 
     class Refuse(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:
+            self.server.posts += 1  # type: ignore[attr-defined]
             self.send_response(status)
             self.send_header("WWW-Authenticate", 'Bearer resource_metadata="http://x/prm"')
             self.send_header("Content-Length", "0")
@@ -206,6 +207,7 @@ def refusing_server(status: int) -> tuple[Any, str]:
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    server.posts = 0  # type: ignore[attr-defined]
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_address[1]}/mcp"
 
@@ -228,6 +230,23 @@ async def test_refused_without_auth_is_a_typed_error(status: int) -> None:
     assert error.status == status and error.code == ErrorCode.MCP_AUTH_ERROR
     assert str(status) in error.message and "auth=" in error.message
     assert "resource_metadata" in error.details["www_authenticate"]
+
+
+async def test_refused_with_a_hook_is_not_tried_again_with_the_newer_protocol() -> None:
+    """A roots hook makes the client use the handshake; a 401 is not the server refusing
+    the handshake, so the client does not start over with the 2026-07-28 probe."""
+    from toolweave.mcp import McpAuthError
+
+    server, url = refusing_server(401)
+    try:
+        cfg = McpServerConfig(server_name="locked", params={"url": url}, connect_timeout=20)
+        async with asyncio.timeout(TEST_TIMEOUT):
+            with pytest.raises(McpAuthError):
+                async with McpClient(cfg, roots=["."]):
+                    pass
+    finally:
+        server.shutdown()
+    assert server.posts == 1  # type: ignore[attr-defined]
 
 
 # --- progress in ToolService streams ------------------------------------------------------------

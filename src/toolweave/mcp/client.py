@@ -363,7 +363,7 @@ class _Connection:
                 if isinstance(e, MCPError) and e.code == mcp_types.CONNECTION_CLOSED:
                     msg = self.problem or "the server closed the connection during the handshake"
                 error = self.connect_error(msg, e)
-                if self.mode == "legacy" and _refuses_handshake(e):
+                if self.mode == "legacy" and self.refused is None and _refuses_handshake(e):
                     error.details["handshake_refused"] = True
                 self.ready.set_exception(error)
             else:
