@@ -98,10 +98,13 @@ def test_atexit_hook_stops_running_servers(
     server = LlamaServer(fake_binary, model_file, log_dir=tmp_path / "logs").start()
     pid = server._proc.pid if server._proc else None
     assert pid is not None
+    port = server.port
     server_module._stop_all()
     assert not server.running
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+    with pytest.raises(httpx2.TransportError):  # the server under the reaper is gone too
+        httpx2.get(f"http://127.0.0.1:{port}/health", timeout=5)
 
 
 def test_missing_binary_message(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -136,6 +136,37 @@ _NO_REPACK: set[str] = set()  # binaries that crashed repacking weights: started
 _live_lock = threading.Lock()
 
 
+_REAPER = Path(__file__).with_name("_reaper.py")
+
+
+def _spawn(cmd: list[str], log: Any) -> subprocess.Popen[bytes]:
+    """Start `cmd` under `_reaper.py`, which stops it when this process ends in any way
+    (exit handlers cover a normal exit only: not SIGTERM's default action, SIGKILL or a
+    crash). The reaper's stdin is a pipe this process holds and never writes: its end of
+    file is the signal. A frozen application has no interpreter to run it: the server is
+    started directly there."""
+    if getattr(sys, "frozen", False) or not sys.executable:
+        return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [sys.executable, "-I", str(_REAPER), *cmd],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.PIPE,
+        start_new_session=os.name == "posix",  # one group: the kill below reaches both
+    )
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the reaper and the server (their own process group on POSIX)."""
+    if os.name == "posix" and proc.stdin is not None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+            return
+        except (ProcessLookupError, PermissionError):
+            pass
+    proc.kill()
+
+
 @atexit.register
 def _stop_all() -> None:
     with _live_lock:
@@ -245,9 +276,7 @@ class LlamaServer:
                 *self.extra_args,
             ]  # fmt: skip
             with open(self.log_path, "wb") as log:
-                self._proc = subprocess.Popen(
-                    cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-                )
+                self._proc = _spawn(cmd, log)
             with _live_lock:
                 _live.add(self)
             try:
@@ -257,7 +286,7 @@ class LlamaServer:
                 code = self._proc.returncode if self._proc is not None else None
                 self.stop()
                 if (
-                    code == -signal.SIGSEGV
+                    code in (-signal.SIGSEGV, 128 + signal.SIGSEGV)
                     and not no_repack
                     and "--no-repack" not in self.extra_args
                 ):
@@ -316,13 +345,17 @@ class LlamaServer:
             _live.discard(self)
         if proc is None:
             return
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=timeout)
+        try:
+            if proc.poll() is None:
+                proc.terminate()  # the reaper passes it on and waits for the server
+                try:
+                    proc.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    _kill_group(proc)
+                    proc.wait(timeout=timeout)
+        finally:
+            if proc.stdin is not None:
+                proc.stdin.close()
 
     def chat_model(self, **kwargs: Any) -> OpenAIChatModel:
         """An `OpenAIChatModel` talking to this server (keyword arguments are passed on).
