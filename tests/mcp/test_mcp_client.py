@@ -308,29 +308,23 @@ def _era(client: McpClient) -> str:
 
 
 @pytest.mark.parametrize(
-    ("protocol", "era"),
-    [("auto", "2025-11-25"), ("handshake", "2025-11-25"), ("newest", "2026-07-28")],
+    ("transport", "protocol", "era"),
+    [
+        # Over stdio "auto" is the handshake: the newer protocol costs per call and buys
+        # nothing on a connection that is a session anyway; over HTTP it is the newest.
+        ("demo_config", "auto", "2025-11-25"),
+        ("demo_config", "handshake", "2025-11-25"),
+        ("demo_config", "newest", "2026-07-28"),
+        ("demo_http_config", "auto", "2026-07-28"),
+        ("demo_http_config", "handshake", "2025-11-25"),
+        ("demo_http_config", "newest", "2026-07-28"),
+    ],
 )
-async def test_protocol_choice_over_stdio(
-    demo_config: McpServerConfig, protocol: str, era: str
+async def test_protocol_choice(
+    request: pytest.FixtureRequest, transport: str, protocol: str, era: str
 ) -> None:
-    """Over stdio `"auto"` is the handshake: the newer protocol costs per call and buys
-    nothing on a connection that is a session anyway."""
-    config = demo_config.model_copy(update={"protocol": protocol})
-    async with asyncio.timeout(TEST_TIMEOUT), McpClient(config) as client:
-        add = (await tools_by_name(client))["add"]
-        assert await add.ainvoke({"a": 1, "b": 2}) == "3"
-        assert _era(client) == era
-
-
-@pytest.mark.parametrize(
-    ("protocol", "era"),
-    [("auto", "2026-07-28"), ("handshake", "2025-11-25"), ("newest", "2026-07-28")],
-)
-async def test_protocol_choice_over_http(
-    demo_http_config: McpServerConfig, protocol: str, era: str
-) -> None:
-    config = demo_http_config.model_copy(update={"protocol": protocol})
+    base: McpServerConfig = request.getfixturevalue(transport)
+    config = base.model_copy(update={"protocol": protocol})
     async with asyncio.timeout(TEST_TIMEOUT), McpClient(config) as client:
         add = (await tools_by_name(client))["add"]
         assert await add.ainvoke({"a": 1, "b": 2}) == "3"
