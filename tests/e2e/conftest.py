@@ -3,6 +3,7 @@ and the real local llama-server (e2e tests; skipped only when the binary is not 
 
 from __future__ import annotations
 
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,24 @@ if _TESTS not in sys.path:
 
 from servers.provider_server import ProviderServer, RunningServer  # noqa: E402
 from toolweave.local import LlamaServer, find_llama_server  # noqa: E402
+
+FAKE_LLAMA = Path(__file__).resolve().parent / "fake_llama_server.py"
+
+
+@pytest.fixture
+def fake_binary(tmp_path: Path) -> Path:
+    """A stand-in `llama-server` (tests/e2e/fake_llama_server.py): its command line, /health."""
+    script = tmp_path / "llama-server"
+    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_LLAMA}" "$@"\n')
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return script
+
+
+@pytest.fixture
+def model_file(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.gguf"
+    path.write_bytes(b"GGUF")
+    return path
 
 
 @pytest.fixture(scope="session")

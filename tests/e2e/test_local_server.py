@@ -25,21 +25,6 @@ from toolweave.local import server as server_module
 FAKE = Path(__file__).resolve().parent / "fake_llama_server.py"
 
 
-@pytest.fixture
-def fake_binary(tmp_path: Path) -> Path:
-    script = tmp_path / "llama-server"
-    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
-    script.chmod(script.stat().st_mode | stat.S_IEXEC)
-    return script
-
-
-@pytest.fixture
-def model_file(tmp_path: Path) -> Path:
-    path = tmp_path / "tiny.gguf"
-    path.write_bytes(b"GGUF")
-    return path
-
-
 def test_cache_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOOLWEAVE_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("TOOLWEAVE_LLAMA_SERVER", raising=False)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import stat
 import subprocess
 import sys
 import time
@@ -18,7 +17,6 @@ import pytest
 import toolweave
 from toolweave.local import find_llama_server
 
-FAKE = Path(__file__).resolve().parent / "fake_llama_server.py"
 SRC = str(Path(toolweave.__file__).resolve().parents[1])  # the code under test
 
 _SCRIPT = """
@@ -53,15 +51,6 @@ def _server_pid(reaper: int) -> int:
     raise AssertionError("the reaper started no server")
 
 
-def _fake(tmp_path: Path) -> tuple[str, str]:
-    script = tmp_path / "llama-server"
-    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
-    script.chmod(script.stat().st_mode | stat.S_IEXEC)
-    model = tmp_path / "tiny.gguf"
-    model.write_bytes(b"GGUF")
-    return str(script), str(model)
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize(
     ("binary", "sig"),
@@ -73,14 +62,14 @@ def _fake(tmp_path: Path) -> tuple[str, str]:
     ids=["fake-sigterm", "fake-sigkill", "real-sigterm"],
 )
 def test_the_server_dies_with_the_process_that_started_it(
-    tmp_path: Path, binary: str, sig: signal.Signals
+    tmp_path: Path, fake_binary: Path, model_file: Path, binary: str, sig: signal.Signals
 ) -> None:
     if binary == "real":
         if find_llama_server() is None:
             pytest.skip("llama-server is not built: run `python -m toolweave.local build`")
         args = ["", ""]  # the cached build and model
     else:
-        args = list(_fake(tmp_path))
+        args = [str(fake_binary), str(model_file)]
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
     owner = subprocess.Popen(
         [sys.executable, "-c", _SCRIPT, *args, str(tmp_path / "logs")],
