@@ -246,6 +246,48 @@ def test_tampered_and_stale_states_are_rejected() -> None:
     assert SENT == []
 
 
+@pytest.mark.parametrize("key", ["app secret", b"\x00\xffbytes key"])
+def test_a_signed_state_resumes_and_refuses_every_edit(key: str | bytes) -> None:
+    service = ToolService().tools(send_money)
+    model = _model(
+        ai_calls(call("send_money", '{"to": "Bob", "amount": 10}', id="a")), AiMessage("sent")
+    )
+    first = service.chat(model, None, "pay")
+    assert first.state is not None
+    signed = first.state.to_json(key=key)
+    state = ConversationState.from_json(signed, key=key)
+    assert state == first.state
+    assert service.chat(model, None, state, decisions={"a": Approve()}).text == "sent"
+    assert SENT == [("Bob", 10)]
+
+    envelope = json.loads(signed)
+    # A consistent edit (pending call and history alike) passes check() but not the signature.
+    envelope["signed_state"] = envelope["signed_state"].replace("Bob", "Mallory")
+    edited = ConversationState.from_json(envelope["signed_state"])  # unsigned: undetected
+    assert edited.pending[0].arguments_as_dict()["to"] == "Mallory"
+    with pytest.raises(InvalidConversationStateError, match="signature does not match"):
+        ConversationState.from_json(json.dumps(envelope), key=key)
+    with pytest.raises(InvalidConversationStateError, match="signature does not match"):
+        ConversationState.from_json(signed, key="another key")
+    with pytest.raises(InvalidConversationStateError, match="not signed"):  # signature dropped
+        ConversationState.from_json(first.state.to_json(), key=key)
+    with pytest.raises(InvalidConversationStateError, match="pass the key"):
+        ConversationState.from_json(signed)
+    hostile = [
+        {"signed_state": "{}", "hmac_sha256": "\u00e9"},
+        {"signed_state": "\ud800", "hmac_sha256": "00"},
+        {"signed_state": 1, "hmac_sha256": None},
+    ]
+    for bad in hostile:
+        with pytest.raises(InvalidConversationStateError):
+            ConversationState.from_json(json.dumps(bad), key=key)
+    with pytest.raises(InvalidConversationStateError):
+        ConversationState.from_json("[" * 100_000, key=key)
+    with pytest.raises(ValueError, match="empty"):
+        first.state.to_json(key="")
+    assert SENT == [("Bob", 10)]
+
+
 def test_return_behavior_and_the_round_limit_hold_across_a_pause() -> None:
     @tool(requires_approval=True, return_behavior=ReturnBehavior.IMMEDIATE)
     def finish(summary: str) -> str:

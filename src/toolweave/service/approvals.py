@@ -11,6 +11,8 @@ it as the conversation with `decisions={call_id: Approve() | Deny(...) | Deferre
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import uuid
 from collections.abc import Mapping
@@ -96,14 +98,20 @@ class ConversationState(BaseModel):
     rounds: int = Field(ge=0)
     """Tool rounds already used (the round-trip limit holds across a pause)."""
 
-    def to_json(self) -> str:
-        """The state as JSON text."""
-        return self.model_dump_json()
+    def to_json(self, *, key: str | bytes | None = None) -> str:
+        """The state as JSON text. With `key` (a secret of your application) the text is
+        signed (HMAC-SHA256): `from_json(text, key=key)` then refuses any edit."""
+        text = self.model_dump_json()
+        if key is None:
+            return text
+        return json.dumps({_SIGNED: text, _SIGNATURE: _sign(text, key)})
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> ConversationState:
+    def from_json(cls, text: str | bytes, *, key: str | bytes | None = None) -> ConversationState:
         """Restore a state; one that does not match its history is an
-        `InvalidConversationStateError`."""
+        `InvalidConversationStateError`. With `key`, the text must be signed with it (see
+        `to_json`); without, a signed text is refused rather than read unchecked."""
+        text = _verified(text, key)
         try:
             state = cls.model_validate_json(text)
         except ValueError as e:
@@ -172,6 +180,53 @@ class ConversationState(BaseModel):
                 f"calls {sorted(unanswered)} of the last model turn have neither a result nor "
                 "a pending entry: the state is stale or was changed"
             )
+
+
+_SIGNED = "signed_state"
+_SIGNATURE = "hmac_sha256"
+
+
+def _sign(text: str, key: str | bytes) -> str:
+    secret = key.encode("utf-8") if isinstance(key, str) else bytes(key)
+    if not secret:
+        raise ValueError("the signing key is empty")
+    # surrogatepass: a hostile envelope may hold a lone surrogate; it must fail the check,
+    # not raise UnicodeEncodeError
+    return hmac.new(secret, text.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+
+
+def _verified(text: str | bytes, key: str | bytes | None) -> str | bytes:
+    """The state's JSON text: unwrapped from its signature, which is checked."""
+    if key is None:
+        head = text[:64].lstrip()
+        if (head.decode("utf-8", "replace") if isinstance(head, bytes) else head).startswith(
+            '{"' + _SIGNED
+        ):
+            raise InvalidConversationStateError(
+                "the conversation state is signed: pass the key (from_json(text, key=...))"
+            )
+        return text
+    try:
+        envelope = json.loads(text)
+    except (ValueError, RecursionError):
+        envelope = None
+    if not (isinstance(envelope, dict) and set(envelope) == {_SIGNED, _SIGNATURE}):
+        raise InvalidConversationStateError(
+            "the conversation state is not signed, but a key was given: it was written "
+            "without one, or its signature was removed"
+        )
+    inner, signature = envelope[_SIGNED], envelope[_SIGNATURE]
+    if not (
+        isinstance(inner, str)
+        and isinstance(signature, str)
+        and signature.isascii()
+        and hmac.compare_digest(_sign(inner, key), signature)
+    ):
+        raise InvalidConversationStateError(
+            "the conversation state's signature does not match: it was changed, or signed "
+            "with another key"
+        )
+    return inner
 
 
 @dataclass(frozen=True, slots=True)
