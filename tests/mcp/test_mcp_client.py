@@ -275,6 +275,27 @@ def test_sync_client(demo_config: McpServerConfig) -> None:
             tools["slow"].invoke({"seconds": 60}, timeout=0.5)
 
 
+def test_sync_invoke_goes_straight_to_the_connections_loop(demo_config: McpServerConfig) -> None:
+    """`invoke` from plain code blocks on the connection's loop once: no loop of the calling
+    thread's own (which would then hand the call on to the connection's)."""
+    import threading
+
+    from toolweave._utils import sync
+
+    with SyncMcpClient(demo_config) as client:
+        add = {t.name: t for t in client.list_tools()}["add"]
+        seen: list[object] = []
+
+        def call() -> None:
+            seen.append(add.invoke({"a": 1, "b": 1}))
+            seen.append(getattr(sync._local, "held", None))
+
+        worker = threading.Thread(target=call)
+        worker.start()
+        worker.join(TEST_TIMEOUT)
+    assert seen == ["2", None]
+
+
 def test_connect_sync_and_tools_usable_from_async_code(demo_config: McpServerConfig) -> None:
     client = McpClient.connect_sync(demo_config)
     try:

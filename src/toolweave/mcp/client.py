@@ -859,6 +859,12 @@ class _Core:
             return await call  # the call's own timer covers it all (no other loop to watch)
         return await self._guarded(call, None if t is None else t + self.config.connect_timeout)
 
+    def call_tool_sync(
+        self, name: str, arguments: dict[str, Any] | None, timeout: float | None = None
+    ) -> mcp_types.CallToolResult:
+        """`call_tool` from sync code (never from a coroutine on the connection's loop)."""
+        return self.run_sync(self.call_tool(name, arguments, timeout))
+
     async def _do_roots_changed(self) -> None:
         conn = await self._do_connection()
         assert conn.client is not None
@@ -1143,7 +1149,7 @@ class SyncMcpClient:
         self, name: str, arguments: dict[str, Any] | None = None, timeout: float | None = None
     ) -> mcp_types.CallToolResult:
         """Call a tool by its name on the server and wait for the result."""
-        return self._core.run_sync(self._core.call_tool(name, arguments, timeout))
+        return self._core.call_tool_sync(name, arguments, timeout)
 
     def roots_changed(self) -> None:
         """Tell the server the roots changed (``notifications/roots/list_changed``)."""

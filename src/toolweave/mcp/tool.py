@@ -8,6 +8,7 @@ from typing import Any
 
 import mcp_types
 
+from .._utils.sync import run_sync
 from ..context import ToolChannel, current_tool_channel
 from ..errors import ErrorCode, McpError
 from ..execution.content import (
@@ -272,6 +273,22 @@ class McpTool(Tool):
             return data
         required = self._required
         return {k: v for k, v in data.items() if v is not None or k in required}
+
+    def invoke_internal(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
+        # From plain sync code one blocking hop to the connection's loop, rather than a
+        # private loop that would then hop there too; anything else takes the async path.
+        call_sync = getattr(self._session, "call_tool_sync", None)
+        if (
+            call_sync is None
+            or current_tool_channel() is not None
+            or asyncio._get_running_loop() is not None
+        ):
+            return run_sync(self.ainvoke_internal(inputs, **kwargs))
+        card = self.card
+        return mcp_result_to_value(call_sync(card.tool_name_on_server, inputs), card.name)
+
+    def _async_first(self) -> bool:
+        return True  # a deadline on `invoke` cancels the async call (the server is told)
 
     async def ainvoke_internal(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
         card = self.card
