@@ -34,3 +34,17 @@ def form_model() -> ScriptedChatModel:
 def url_model() -> ScriptedChatModel:
     """Calls server-everything's URL elicitation tool."""
     return _calling("trigger-url-elicitation", '{"url": "https://example.com/login"}')
+
+
+def sampling_model() -> ScriptedChatModel:
+    """Calls server-everything's sampling tool; answers the server's sampling request (the
+    one with the server's system prompt) itself."""
+    chat = _calling("trigger-sampling-request", '{"prompt": "a haiku", "maxTokens": 50}')
+
+    def script(request: ChatRequest) -> AiMessage:
+        if any(m.type == "system" for m in request.messages):  # the server's request
+            asked = " ".join(str(getattr(m, "text", "")) for m in request.messages)
+            return AiMessage(f"SAMPLED ({request.parameters.max_tokens} tokens) for: {asked}")
+        return chat.chat(request).ai_message
+
+    return ScriptedChatModel(script)

@@ -139,6 +139,31 @@ def test_a_url_is_shown_and_confirmed_never_opened(
     finish(child)
 
 
+@pytest.mark.parametrize("reply", ["y", "n"])
+def test_a_sampling_request_is_shown_and_answered_by_the_chat_model_if_allowed(
+    everything: str, reply: str
+) -> None:
+    child = in_terminal("chat", "--mcp", everything, "--provider", f"{MODELS}:sampling_model")
+    child.expect_exact("user>")
+    child.sendline("sample something")
+    child.expect_exact("asks the model to answer:")
+    child.expect_exact("You are a helpful test server.")
+    child.expect_exact("context: a haiku")
+    child.expect_exact("at most 50 tokens")
+    child.expect_exact("[n]o:")
+    child.sendline("later")
+    child.expect_exact("answer y or n")
+    child.sendline(reply)
+    child.expect(r"SERVER GOT: (.*)\r?\n")
+    got = ANSI.sub("", child.match.group(1))
+    finish(child)
+    if reply == "y":  # the server received the chat model's answer
+        assert "SAMPLED (50 tokens) for: You are a helpful test server." in got
+        assert "context: a haiku" in got
+    else:
+        assert "declined" in got and "SAMPLED" not in got
+
+
 def test_without_tools_or_servers_chat_says_what_to_give() -> None:
     done = run("chat", "--provider", f"{MODELS}:form_model", "-M", "hi")
     assert done.returncode == 1
@@ -239,3 +264,25 @@ def test_numbers_strings_and_multi_selects_are_checked() -> None:
     ):
         assert problem in shown, problem
     assert "'abc' is not a URL" in re.sub(r"\s+", " ", shown)
+
+
+def test_a_sampling_prompt_shows_server_text_as_it_is_and_end_of_input_declines() -> None:
+    from toolweave.chat.messages import SystemMessage, UserMessage
+    from toolweave.chat.request import ChatRequest, ChatRequestParameters
+    from toolweave.cli._elicit import ask_sampling
+
+    console = Console(file=io.StringIO(), width=200)
+    request = ChatRequest(
+        [SystemMessage("be [bold]brief[/]"), UserMessage("x" * 1000)],
+        ChatRequestParameters(max_tokens=7),
+    )
+
+    def read(prompt: str) -> str:
+        console.print(prompt, end="")
+        raise EOFError
+
+    assert ask_sampling("srv", request, console, read) is False
+    shown = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "srv asks the model to answer:" in shown and "be [bold]brief[/]" in shown
+    assert "x" * 399 + "…" in shown and "x" * 400 not in shown
+    assert "at most 7 tokens" in shown

@@ -44,6 +44,35 @@ def ask_elicitation(request: Any, console: Console, ask: Ask | None = None) -> E
             return ElicitationResult("cancel")
 
 
+def ask_sampling(server_name: str, request: Any, console: Console, ask: Ask | None = None) -> bool:
+    """Ask whether the chat's model may answer server `server_name`'s sampling `request`
+    (a `ChatRequest`): the messages are shown, the answer is y or n. End of input declines."""
+    read: Ask = ask or (lambda prompt: console.input(prompt))
+    with _lock:
+        console.print(
+            f"[bold yellow]{escape(server_name)} asks the model to answer:[/]", soft_wrap=True
+        )
+        for message in request.messages[-4:]:
+            text = " ".join(str(getattr(message, "text", "") or "").split())
+            if len(text) > 400:
+                text = text[:399] + "…"
+            console.print(f"  [dim]{escape(message.type)}:[/] {escape(text)}", soft_wrap=True)
+        tools = [c.name for c in request.parameters.tools or ()]
+        limits = f"at most {request.parameters.max_tokens} tokens"
+        if tools:
+            limits += "; it may call the server's tools " + ", ".join(tools)
+        console.print(f"  [dim]({escape(limits)})[/]", soft_wrap=True)
+        while True:
+            try:
+                answer = _choice(read(r"[bold yellow]send it to the model? \[y]es / \[n]o:[/] "))
+            except EOFError:
+                console.print()
+                return False
+            if answer in ("y", "n"):
+                return answer == "y"
+            console.print("[red]answer y or n[/]")
+
+
 def _ask_url(request: Any, console: Console, read: Ask) -> ElicitationResult:
     console.print(
         f"[bold yellow]{escape(request.server_name)} asks you to open a URL:[/] "

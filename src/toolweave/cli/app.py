@@ -306,11 +306,13 @@ def chat(
         if not tools and not mcp:
             raise CliError("no tools: give --tools MODULE[:OBJECT] and/or --mcp COMMAND_OR_URL")
         loaded = load_tools(tools) if tools else []
-        listings = _connect_mcp(mcp or [], servers)
+        listings, samplers = _connect_mcp(mcp or [], servers)
         service = ToolService(max_tool_calling_round_trips=max_rounds).tools(*loaded, *listings)
         params = ChatRequestParameters(temperature=temperature)
         history: list[ChatMessage] = [SystemMessage(system)] if system else []
         with open_model(provider, model, console=err, base_url=base_url) as (chat_model, what):
+            for sampler in samplers:
+                sampler.model = chat_model
             names = ", ".join(c.name for c in service.tool_cards)
             err.print(f"[dim]{escape(what)} · tools: {escape(names)}[/]", soft_wrap=True)
             _report_probe(chat_model)
@@ -336,12 +338,32 @@ def chat(
                     history = list(result.messages)
 
 
-def _connect_mcp(specs: list[str], stack: contextlib.ExitStack) -> list[Any]:
+class _SamplingInTerminal:
+    """Answers one server's sampling requests with the chat's model (`model`, set once it
+    is open), each after the user says yes in the terminal."""
+
+    def __init__(self, server_name: str) -> None:
+        self.server_name = server_name
+        self.model: Any = None
+
+    async def achat(self, request: Any) -> Any:
+        from ._elicit import ask_sampling
+
+        if self.model is None:
+            raise RuntimeError("the chat's model is not open yet")
+        if not await asyncio.to_thread(ask_sampling, self.server_name, request, out):
+            raise RuntimeError("the user declined to send the request to the model")
+        return await self.model.achat(request)
+
+
+def _connect_mcp(
+    specs: list[str], stack: contextlib.ExitStack
+) -> tuple[list[Any], list[_SamplingInTerminal]]:
     """Connect to each `--mcp` server (closed with `stack`); their tool listings, which keep
-    the service in step with each server's tool list. Elicitation is asked in the
-    terminal."""
+    the service in step with each server's tool list, and their sampling hooks. Elicitation
+    and sampling are asked in the terminal."""
     if not specs:
-        return []
+        return [], []
     try:
         from ..mcp import SyncMcpClient
     except ImportError as e:
@@ -353,11 +375,16 @@ def _connect_mcp(specs: list[str], stack: contextlib.ExitStack) -> list[Any]:
 
     taken: set[str] = set()
     listings: list[Any] = []
+    samplers: list[_SamplingInTerminal] = []
     for spec in specs:
         config = _mcp_config(spec, taken)
-        client = stack.enter_context(SyncMcpClient(config, elicitation=elicit))
+        sampler = _SamplingInTerminal(config.server_name)
+        client = stack.enter_context(
+            SyncMcpClient(config, elicitation=elicit, sampling=sampler)  # type: ignore[arg-type]
+        )
         listings.append(client.list_tools())
-    return listings
+        samplers.append(sampler)
+    return listings, samplers
 
 
 def _mcp_config(spec: str, taken: set[str]) -> Any:
