@@ -9,6 +9,7 @@ in CI (``CI`` set) and are skipped with the reason elsewhere.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import re
 import shutil
@@ -72,6 +73,19 @@ def npm_install(*specs: str) -> Path:
             _unavailable(f"npm install {' '.join(specs)} failed: {proc.stderr.strip()[-2000:]}")
         stamp.touch()
     return modules
+
+
+def script_beside(spec: str, source: Path) -> Path:
+    """`source` (a Node script) copied next to `spec`'s node_modules, so its imports resolve;
+    named after its content, since test runs of other checkouts share that directory, and
+    written atomically."""
+    data = source.read_bytes()
+    path = npm_install(spec).parent / f"{source.stem}-{hashlib.sha1(data).hexdigest()[:12]}.mjs"
+    if not path.exists():
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    return path
 
 
 def conformance_cli() -> Path:

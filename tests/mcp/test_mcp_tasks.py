@@ -7,10 +7,8 @@ progress, and the ``task_calls`` policy for optional tools."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
-import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +16,7 @@ from typing import Any
 
 import pytest
 from mcp_support import BROKEN, TEST_TIMEOUT, free_port, stdio_config, wait_for_port
-from npm_support import TS_SDK, npm_install
+from npm_support import TS_SDK, script_beside
 
 from toolweave import AiMessage
 from toolweave.chat.scripted import ScriptedChatModel
@@ -32,15 +30,7 @@ HERE = Path(__file__).resolve().parent
 
 @pytest.fixture(scope="module")
 def script() -> str:
-    # Next to node_modules, so its imports resolve; named after its content, since test runs
-    # of other checkouts share that directory.
-    source = (HERE / "ts_task_server.mjs").read_bytes()
-    root = npm_install(TS_SDK).parent
-    path = root / f"ts_task_server-{hashlib.sha1(source).hexdigest()[:12]}.mjs"
-    if not path.exists():
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(source)
-        tmp.replace(path)
+    path = script_beside(TS_SDK, HERE / "ts_task_server.mjs")
     return str(path)
 
 

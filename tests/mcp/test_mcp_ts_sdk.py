@@ -4,22 +4,19 @@ toolweave-served tools, and sees outputSchema, structuredContent and progress.""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from mcp_support import free_port, wait_for_port
-from npm_support import TS_SDK, npm_install
+from npm_support import TS_SDK, script_beside
 
 HERE = Path(__file__).resolve().parent
 SERVER_MODULE = str(HERE.parent / "servers/mcp_typed_server.py")
 
 
 def test_typescript_sdk_client_sees_typed_tools_and_progress() -> None:
-    root = npm_install(TS_SDK).parent
-    script = root / "ts_sdk_client.mjs"  # next to node_modules, so its imports resolve
-    shutil.copyfile(HERE / "ts_sdk_client.mjs", script)
+    script = script_beside(TS_SDK, HERE / "ts_sdk_client.mjs")
     port = free_port()
     argv = [sys.executable, "-m", "toolweave", "mcp", "serve", SERVER_MODULE, "--transport"]
     server = subprocess.Popen(
