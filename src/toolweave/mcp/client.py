@@ -238,6 +238,18 @@ class _Connection:
             self.scope.cancel()
         self.stop.set()
 
+    def call_tool(
+        self, name: str, arguments: dict[str, Any], progress: ProgressCallback | None
+    ) -> Awaitable[mcp_types.CallToolResult]:
+        """``tools/call`` on this connection, without a timer of the SDK's. On a handshake
+        connection straight through the SDK's session: the `Client` wrapper only adds what
+        2026-07-28 has (input-required rounds, header-mismatch retries, result claims)."""
+        client = self.client
+        assert client is not None
+        if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return client.call_tool(name, arguments, progress_callback=progress)
+        return client.session.call_tool(name, arguments, progress_callback=progress)
+
     @property
     def usable(self) -> bool:
         return self.alive and self.client is not None and not self.done.is_set()
@@ -700,7 +712,10 @@ class _Core:
         progress: ProgressCallback | None = None,
     ) -> mcp_types.CallToolResult:
         for attempt in range(2):
-            conn = await self._do_connection()
+            conn = self._conn
+            home = self._home
+            if conn is None or not conn.usable or home is None or not home.here():
+                conn = await self._do_connection()
             assert conn.client is not None
             try:
                 if self.tasks.unlisted(conn.client):  # learn which tools take tasks
@@ -712,15 +727,9 @@ class _Core:
                     return await conn.client.call_tool(
                         name, arguments, read_timeout_seconds=timeout, progress_callback=progress
                     )
-                # One timer of our own, which also covers a write to a wedged transport:
-                # cancelling the SDK's wait sends the server notifications/cancelled.
-                try:
-                    async with asyncio.timeout(timeout):
-                        return await conn.client.call_tool(
-                            name, arguments, progress_callback=progress
-                        )
-                except TimeoutError:
-                    raise self._timed_out(f"call to tool {name!r}", timeout) from None
+                return await self._within(
+                    conn.call_tool(name, arguments, progress), timeout, f"call to tool {name!r}"
+                )
             except MCPError as e:
                 if is_session_lost(e) and attempt == 0:
                     # The server no longer knows the session, so the call never ran: re-open
@@ -743,6 +752,31 @@ class _Core:
                     cause=e,
                 ) from e
         raise AssertionError("unreachable")
+
+    async def _within(self, call: Awaitable[T], timeout: float, during: str) -> T:
+        """`call` within `timeout` seconds, else `McpTimeoutError`. One timer of our own,
+        which also covers a write to a wedged transport (the SDK's starts after the write);
+        cancelling the SDK's wait sends the server notifications/cancelled. A bare loop
+        timer: `asyncio.timeout` costs three times as much, on every call."""
+        task = asyncio.current_task()
+        assert task is not None
+        expired = False
+
+        def expire() -> None:
+            nonlocal expired
+            expired = True
+            task.cancel()
+
+        loop = asyncio.get_running_loop()
+        handle = loop.call_at(loop.time() + timeout, expire)
+        try:
+            return await call
+        except asyncio.CancelledError:
+            if expired and task.uncancel() == 0:  # the deadline's cancellation alone
+                raise self._timed_out(during, timeout) from None
+            raise
+        finally:
+            handle.cancel()
 
     def _timed_out(
         self, during: str, timeout: float | None, cause: BaseException | None = None
