@@ -81,6 +81,9 @@ class Case:
     reason: str = ""
     """Why the workload is n/a (then `run` is None)."""
     max_number: int = 100_000
+    rounds: int | None = None
+    """Rounds to run instead of the default 15 (W9: more, shorter batches, since a pair of
+    processes is noisier than one)."""
 
 
 @dataclass
@@ -351,7 +354,8 @@ def measure(
             continue
         numbers[case.id] = max(1, min(case.max_number, target_ns // one))
         # very slow cases (seconds per iteration) get fewer rounds, at least 5
-        rounds[case.id] = max(min(5, repeats), min(repeats, int(4e9 // one)))
+        wanted = case.rounds if case.rounds is not None and not quick else repeats
+        rounds[case.id] = max(min(5, wanted), min(wanted, int(4e9 // one)))
         live.append(case)
         if log:
             log(f"  calibrated {case.id}: {one / 1000:.1f} µs x {numbers[case.id]}")
@@ -361,7 +365,7 @@ def measure(
     gc.collect()
     gc.freeze()
     samples: dict[str, list[float]] = {c.id: [] for c in live}
-    for round_ in range(repeats):
+    for round_ in range(max(rounds.values(), default=0)):
         for case in live:
             if case.id in results or round_ >= rounds[case.id]:
                 continue
