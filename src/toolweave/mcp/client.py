@@ -588,14 +588,21 @@ class _Core:
             raise
         return conn
 
+    def _current(self) -> _Connection | None:
+        """The open connection when the caller is on its loop (no await: the hot path)."""
+        conn, home = self._conn, self._home
+        if conn is not None and conn.usable and home is not None and home.here():
+            return conn
+        return None
+
     async def _do_connection(self) -> _Connection:
+        conn = self._current()
+        if conn is not None:
+            return conn
         home = self._home
         if home is None or not home.here():
             # A coroutine left on a loop the client has moved away from (see `_abandon`).
             raise _connection_error(self.config, "the connection moved to another event loop")
-        conn = self._conn
-        if conn is not None and conn.usable:
-            return conn
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
@@ -712,10 +719,7 @@ class _Core:
         progress: ProgressCallback | None = None,
     ) -> mcp_types.CallToolResult:
         for attempt in range(2):
-            conn = self._conn
-            home = self._home
-            if conn is None or not conn.usable or home is None or not home.here():
-                conn = await self._do_connection()
+            conn = self._current() or await self._do_connection()
             assert conn.client is not None
             try:
                 if self.tasks.unlisted(conn.client):  # learn which tools take tasks

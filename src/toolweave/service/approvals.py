@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._utils.jsondepth import nested_deeper_than
 from ..chat.messages import AiMessage, ChatMessage, ToolExecutionResultMessage
 from ..errors import ToolweaveError
 from ..execution.requests import ToolExecutionRequest
@@ -207,8 +208,8 @@ def _verified(text: str | bytes, key: str | bytes | None) -> str | bytes:
             )
         return text
     try:
-        envelope = json.loads(text)
-    except (ValueError, RecursionError):
+        envelope = None if nested_deeper_than(text) else json.loads(text)
+    except ValueError:
         envelope = None
     if not (isinstance(envelope, dict) and set(envelope) == {_SIGNED, _SIGNATURE}):
         raise InvalidConversationStateError(
