@@ -38,6 +38,7 @@ from toolweave.providers import (
     AzureOpenAIResponsesChatModel,
     OpenAIResponsesChatModel,
 )
+from toolweave.providers.openai_responses import ResponsesStreamParser
 from toolweave.service import ChatCompleted, ToolService
 
 from .conftest import SECRET, calls_of, check_openai_request, check_typed_dict, no_sleep
@@ -905,3 +906,103 @@ def test_a_call_still_open_at_the_end_is_completed_from_the_final_object(
     completes = [e for e in out if isinstance(e, CompleteToolCall)]
     assert [(c.request.id, c.request.name) for c in completes] == [("call_1", "get_weather")]
     assert calls_of(out[-1].response) == [["call_1", "get_weather", '{"city":"Oslo"}']]  # type: ignore[union-attr]
+
+
+def _moved_call_stream(item_id: str | None) -> list[str]:
+    """A call without call_id streamed at output_index 1 (a reasoning item at 0), listed at
+    position 0 in `response.completed` (the reasoning item after it)."""
+    item: dict[str, Any] = {"type": "function_call", "name": "get_weather", "arguments": ""}
+    if item_id:
+        item["id"] = item_id
+    done = {**item, "arguments": '{"city":"Paris"}'}
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": []}
+    final = {"id": "r1", "status": "completed", "output": [done, reasoning]}
+    events = [
+        {"type": "response.output_item.added", "output_index": 0, "item": reasoning},
+        {"type": "response.output_item.added", "output_index": 1, "item": item},
+        {"type": "response.function_call_arguments.delta", "output_index": 1, "delta": '{"ci'},
+        {
+            "type": "response.function_call_arguments.done",
+            "output_index": 1,
+            "arguments": '{"city":"Paris"}',
+        },
+        {"type": "response.output_item.done", "output_index": 1, "item": done},
+        {"type": "response.completed", "response": final},
+    ]
+    return [f"data: {json.dumps(e)}\n\n" for e in events]
+
+
+@pytest.mark.parametrize("item_id", ["fc_moved", None], ids=["item-id", "no-id"])
+@pytest.mark.parametrize("mode", ["stream", "astream_eager"])
+def test_a_call_listed_at_another_position_in_the_final_object_runs_once(
+    server: ProviderServer, model: OpenAIResponsesChatModel, item_id: str | None, mode: str
+) -> None:
+    """Guarantee 5 against a hostile stream: the final object lists the streamed call at
+    another output position. Calls are matched by item id, then by content, never by
+    position: one CompleteToolCall, and the tool runs once."""
+    server.enqueue(
+        {"sse": _moved_call_stream(item_id)}, {"sse": _stream_of(_response([_message("ok")]))}
+    )
+    ran: list[str] = []
+
+    def get_weather(city: str) -> str:
+        """Current weather in a city."""
+        ran.append(city)
+        return f"{city}: sunny"
+
+    service = ToolService().tools(get_weather)
+    if mode == "stream":
+        last = list(service.chat_stream(model, None, "Weather in Paris?"))[-1]
+    else:
+
+        async def consume() -> Any:
+            last = None
+            async for event in service.achat_stream(model, None, "Weather in Paris?", eager=True):
+                last = event
+            return last
+
+        last = asyncio.run(consume())
+    assert isinstance(last, ChatCompleted)
+    assert ran == ["Paris"]
+    assert len(last.result.tool_executions) == 1
+    calls = [i for i in server.bodies[1]["input"] if i.get("type") == "function_call"]
+    outputs = [i for i in server.bodies[1]["input"] if i.get("type") == "function_call_output"]
+    assert len(calls) == 1 and [o["call_id"] for o in outputs] == [calls[0]["call_id"]]
+    if item_id:  # the item id stands in for the missing call_id, streamed or not
+        assert calls[0]["call_id"] == item_id
+
+
+def test_final_calls_are_matched_by_identity_then_content() -> None:
+    """Two anonymous calls listed in reverse order, a streamed call whose copy has other
+    text for the same JSON, and one call with its own call_id only in the final object:
+    three streamed calls announced once each, the new one announced too."""
+    from toolweave.providers._http import HttpTransport
+    from toolweave.providers._sse import SSEEvent
+
+    parser = ResponsesStreamParser(HttpTransport(provider="t", headers={}, secrets=()))
+    a = {"type": "function_call", "name": "f", "arguments": '{"x":1}'}
+    b = {"type": "function_call", "name": "f", "arguments": '{"x":2}'}
+    c = {"type": "function_call", "name": "g", "arguments": '{"y": 1}', "id": "fc_c"}
+    new = {"type": "function_call", "name": "f", "arguments": "{}", "call_id": "call_new"}
+    events: list[dict[str, Any]] = []
+    for position, item in enumerate([a, b, c]):
+        events.append(
+            {"type": "response.output_item.added", "output_index": position, "item": item}
+        )
+        events.append({"type": "response.output_item.done", "output_index": position, "item": item})
+        if item is c:
+            c = {**c, "arguments": '{ "y" : 1 }', "id": None}  # same JSON, id dropped
+    final = {"id": "r", "status": "completed", "output": [new, c, b, a]}
+    events.append({"type": "response.completed", "response": final})
+    out = [e for event in events for e in parser.feed(SSEEvent(data=json.dumps(event)))]
+    completes = [e.request for e in out if isinstance(e, CompleteToolCall)]
+    assert [(r.name, r.arguments) for r in completes] == [
+        ("f", '{"x":1}'),
+        ("f", '{"x":2}'),
+        ("g", '{"y": 1}'),
+        ("f", "{}"),
+    ]
+    assert completes[2].id == "fc_c" and completes[3].id == "call_new"
+    last = out[-1]
+    assert isinstance(last, ResponseCompleted)
+    assert last.response.ai_message.tool_execution_requests == completes

@@ -117,6 +117,22 @@ def _call_request(item: Mapping[str, Any]) -> ToolExecutionRequest:
     return ToolExecutionRequest(**kwargs)
 
 
+def _text(value: Any) -> str | None:
+    """A non-empty string field of an item, else None."""
+    return value if isinstance(value, str) and value else None
+
+
+def _same_arguments(a: str, b: str) -> bool:
+    """Whether two argument texts are the same JSON (the same text when not JSON)."""
+    a, b = a.strip() or "{}", b.strip() or "{}"
+    if a == b:
+        return True
+    try:
+        return bool(decode_json(a) == decode_json(b))
+    except ValueError:
+        return False
+
+
 def _finish_reason(data: Mapping[str, Any], has_calls: bool) -> FinishReason:
     status = data.get("status")
     if status == "incomplete":
@@ -190,6 +206,9 @@ class ResponsesStreamParser:
     its name and id are known, else at its `response.output_item.done`, whose item is the
     source of truth for the name, id and arguments (as is the final object for a call still
     open when the response ends); nothing changes a completed call afterwards.
+    A call without `call_id` takes its item's `id`, as in `parse_response`. The final
+    object's calls are matched to the streamed ones by identity and content, never by
+    output position (see `_match`): one call is announced, and run, once.
     The stream ends with `response.completed` / `response.incomplete`, whose response object
     is authoritative for the final message; `response.failed` and `error` events raise.
     """
@@ -199,7 +218,8 @@ class ResponsesStreamParser:
         self._calls: dict[int, int] = {}  # output_index -> call index
         self._requests: list[ToolExecutionRequest | None] = []
         self._names: list[str | None] = []
-        self._ids: list[str | None] = []
+        self._ids: list[str | None] = []  # call_id
+        self._item_ids: list[str | None] = []  # the item's own id
         self._parts: list[list[str]] = []
         self._final: ChatResponse | None = None
         self._text_streamed = False
@@ -257,34 +277,26 @@ class ResponsesStreamParser:
                 self._complete_from_item(self._calls[position], item, out)
         elif kind in ("response.completed", "response.incomplete"):
             self._final = parse_response(data["response"], self._transport)
-            output = data["response"]["output"]
-            for position, index in self._calls.items():
-                if self._requests[index] is None:
-                    item = output[position] if position < len(output) else None
-                    if isinstance(item, Mapping) and item.get("type") == "function_call":
-                        self._complete_from_item(index, item, out)
+            items = [i for i in data["response"]["output"] if i.get("type") == "function_call"]
+            final_calls = self._final.ai_message.tool_execution_requests
+            matches = self._match(items)
+            finished = {index: items[j] for j, index in enumerate(matches) if index is not None}
+            for index, request in enumerate(self._requests):
+                if request is None:
+                    if index in finished:
+                        self._complete_from_item(index, finished[index], out)
                     else:
                         self._complete(index, None, out)
             text = self._final.ai_message.text
             if text and not self._text_streamed:  # only in the final object
                 out.append(TextDelta(text))
-            announced = {r.id for r in self._requests if r is not None}
-            # a call is matched by its output index too: one without a call_id gets a new
-            # id each time it is read, and must not be announced (and run) twice
-            positions = [
-                position
-                for position, item in enumerate(data["response"]["output"])
-                if item.get("type") == "function_call"
-            ]
-            final_calls = self._final.ai_message.tool_execution_requests
-            for position, call in zip(positions, final_calls, strict=True):
-                if position not in self._calls and call.id not in announced:
-                    # only in the final object: announce it now
+            for call, index in zip(final_calls, matches, strict=True):
+                if index is None:  # only in the final object: announce it now
                     index = len(self._requests)
-                    self._calls[position] = index
                     self._requests.append(call)
                     self._names.append(call.name)
                     self._ids.append(call.id)
+                    self._item_ids.append(None)
                     self._parts.append([call.arguments])
                     out.append(PartialToolCall(index, call.id, call.name, call.arguments))
                     out.append(CompleteToolCall(index, call))
@@ -302,9 +314,10 @@ class ResponsesStreamParser:
         index = len(self._requests)
         self._calls[position] = index
         self._requests.append(None)
-        call_id = item.get("call_id") or None
-        name = item.get("name") or None
+        call_id = _text(item.get("call_id"))
+        name = _text(item.get("name"))
         self._ids.append(call_id)
+        self._item_ids.append(_text(item.get("id")))
         self._names.append(name)
         args = item.get("arguments") or ""
         self._parts.append([args] if args else [])
@@ -316,8 +329,9 @@ class ResponsesStreamParser:
         """Complete a call from its finished item, the source of truth for its name, id and
         arguments where earlier events lacked or differ from them. A call already complete
         stays as it was announced (a difference is logged)."""
-        name = item.get("name") or None
-        call_id = item.get("call_id") or None
+        name = _text(item.get("name"))
+        call_id = _text(item.get("call_id"))
+        self._item_ids[index] = self._item_ids[index] or _text(item.get("id"))
         arguments = item.get("arguments")
         if not (isinstance(arguments, str) and arguments.strip()):
             arguments = None  # lacking: the streamed arguments stand
@@ -344,11 +358,64 @@ class ResponsesStreamParser:
             "name": self._names[index] or "",
             "arguments": text if text.strip() else "{}",
         }
-        if self._ids[index]:
-            kwargs["id"] = self._ids[index]
+        call_id = self._ids[index] or self._item_ids[index]  # as `parse_response` reads it
+        if call_id:
+            kwargs["id"] = call_id
         request = ToolExecutionRequest(**kwargs)
         self._requests[index] = request
         out.append(CompleteToolCall(index, request))
+
+    def _match(self, items: list[Mapping[str, Any]]) -> list[int | None]:
+        """For each `function_call` item of the final object, the streamed call it is (an
+        index), or None for a call the stream did not show. Never by output position (a
+        server may list the items in another order): first by identity (the same `call_id`,
+        else the same item `id`, where both sides have one); where identity cannot tell, by
+        content (name and arguments); an item with no identity at all that matches nothing
+        is taken as a left-over streamed call rather than announced (and run) a second
+        time. Each streamed call matches at most one item."""
+        matches: list[int | None] = [None] * len(items)
+        taken: set[int] = set()
+
+        def pair(accept: Any) -> None:
+            for j, item in enumerate(items):
+                if matches[j] is not None:
+                    continue
+                for index in range(len(self._requests)):
+                    if index not in taken and accept(index, item):
+                        matches[j] = index
+                        taken.add(index)
+                        break
+
+        pair(lambda index, item: self._same_identity(index, item) is True)
+        pair(
+            lambda index, item: (
+                self._same_identity(index, item) is None and self._same_content(index, item)
+            )
+        )
+        pair(lambda index, item: not (_text(item.get("call_id")) or _text(item.get("id"))))
+        return matches
+
+    def _same_identity(self, index: int, item: Mapping[str, Any]) -> bool | None:
+        """Whether streamed call `index` is `item` by its ids; None when they cannot tell."""
+        call_id, item_id = _text(item.get("call_id")), _text(item.get("id"))
+        if call_id and self._ids[index]:
+            return call_id == self._ids[index]
+        if item_id and self._item_ids[index]:
+            return item_id == self._item_ids[index]
+        return None
+
+    def _same_content(self, index: int, item: Mapping[str, Any]) -> bool:
+        """Whether streamed call `index` has `item`'s name and arguments (for a call still
+        open, the arguments streamed so far begin the item's)."""
+        name = _text(item.get("name"))
+        if name and self._names[index] and name != self._names[index]:
+            return False
+        arguments = item.get("arguments")
+        arguments = arguments if isinstance(arguments, str) else ""
+        request = self._requests[index]
+        if request is None:
+            return arguments.startswith("".join(self._parts[index]))
+        return _same_arguments(request.arguments, arguments)
 
     def _consistent(self, response: ChatResponse) -> ChatResponse:
         """The final response, with the calls exactly as they were announced (a completed
