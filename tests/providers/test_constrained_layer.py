@@ -424,3 +424,141 @@ def test_tool_calling_modes_are_checked_for_every_provider() -> None:
         assert make(tool_calling="auto").tool_calling == "auto"
     with pytest.raises(ValueError, match="tool_calling"):
         ConstrainedChatModel(ScriptedChatModel([]), tool_calling="native")  # type: ignore[arg-type]
+
+
+# the plan is enforced on the decoded reply (the schema is not a guarantee) -----------------
+FACES = ["chat", "achat", "stream", "astream"]
+
+
+def _run_face(
+    wire: Wire, face: str, service: ToolService, parameters: ChatRequestParameters | None = None
+) -> Any:
+    """`service` over `wire`'s model in constrained mode, in one face: the result."""
+
+    async def run_async() -> Any:
+        async with wire.make(tool_calling="constrained") as m:
+            if face == "achat":
+                return await service.achat(m, parameters, QUESTION)
+            return [e async for e in service.achat_stream(m, parameters, QUESTION)]
+
+    if face.startswith("a"):
+        outcome = asyncio.run(run_async())
+    else:
+        with wire.make(tool_calling="constrained") as m:
+            if face == "chat":
+                outcome = service.chat(m, parameters, QUESTION)
+            else:
+                outcome = list(service.chat_stream(m, parameters, QUESTION))
+    if isinstance(outcome, list):
+        assert isinstance(outcome[-1], ChatCompleted)
+        streamed = "".join(e.text for e in outcome if isinstance(e, TextDelta))
+        return outcome[-1].result, streamed
+    return outcome, None
+
+
+def _enqueue(server: ProviderServer, wire: Wire, face: str, *replies: str) -> None:
+    for reply in replies:
+        if face in ("chat", "achat"):
+            server.enqueue(wire.reply(reply))
+        else:  # streamed in small pieces, so escapes are cut anywhere
+            server.enqueue(wire.stream(*[reply[i : i + 5] for i in range(0, len(reply), 5)]))
+
+
+@pytest.mark.parametrize("face", FACES)
+@pytest.mark.parametrize(
+    ("reply", "text"),
+    [
+        ('{"answer": "price \\uZZZZ"}', '{"answer": "price \\uZZZZ"}'),
+        ('{"answer": "price \\ud83d"}', "price \ufffd"),
+        ('{"answer": "a \\ud83d\\u0041 b \\udc00"}', "a \ufffdA b \ufffd"),
+        ('{"answer": "bad \\x escape"}', '{"answer": "bad \\x escape"}'),
+    ],
+    ids=["bad-hex", "lone-high", "lone-high-then-char", "bad-escape"],
+)
+def test_an_answer_with_bad_escapes_is_read_alike_in_every_face(
+    server: ProviderServer, face: str, reply: str, text: str
+) -> None:
+    """A bad `\\u` escape raised a raw ValueError from the stream faces, a lone surrogate
+    too. Now the stream never raises on it: a reply that is not JSON is the model's text
+    (as `chat` always read it), and a lone surrogate is U+FFFD in every face."""
+    wire = _wire("openai", server)
+    _enqueue(server, wire, face, reply)
+    result, streamed = _run_face(wire, face, ToolService().tools(get_weather))
+    assert result.text == text and not result.tool_executions
+    if streamed is not None and "\\x" not in reply and "ZZZZ" not in reply:
+        assert streamed == text  # what streamed is the answer
+
+
+@tool
+def lookup(key: str) -> str:
+    """Look a key up."""
+    return f"value of {key}"
+
+
+@pytest.mark.parametrize("face", FACES)
+def test_calls_over_max_calls_per_response_never_run(server: ProviderServer, face: str) -> None:
+    """A server that ignores `maxItems`: 40 calls in one reply, 4 allowed. The first 4 run
+    (what the schema admits); the other 36 never do, and are recorded."""
+    wire = _wire("openai", server)
+    ran: list[str] = []
+
+    @tool
+    def count(n: int) -> str:
+        """Count."""
+        ran.append(str(n))
+        return "ok"
+
+    forty = json.dumps(
+        {"tool_calls": [{"name": "count", "arguments": {"n": n}} for n in range(40)]}
+    )
+    _enqueue(server, wire, face, forty, ANSWER)
+    result, _ = _run_face(wire, face, ToolService().tools(count))
+    assert ran == ["0", "1", "2", "3"] and result.text == "Rain in Paris."
+    info = result.intermediate_responses[0].ai_message.attributes["constrained"]
+    assert len(info["refused_calls"]) == 36
+    assert info["refused_calls"][0] == {"name": "count", "reason": "over max_calls_per_response"}
+
+
+@pytest.mark.parametrize("face", FACES)
+def test_a_call_to_a_tool_the_plan_does_not_admit_never_runs(
+    server: ProviderServer, face: str
+) -> None:
+    """`tool_choice=tool("lookup")`: a reply calling `delete_all` ran it. The refused call
+    never runs; the admitted one beside it does. A reply left with no call it may run and
+    no answer is ProviderError 183004 naming the refused tool, in every face."""
+    from toolweave.chat import ToolChoice
+    from toolweave.errors import ProviderError
+
+    wire = _wire("openai", server)
+    deleted: list[bool] = []
+
+    @tool
+    def delete_all() -> str:
+        """Delete everything."""
+        deleted.append(True)
+        return "gone"
+
+    service = ToolService().tools(lookup, delete_all)
+    forced = ChatRequestParameters(tool_choice=ToolChoice.tool("lookup"))
+    mixed = json.dumps(
+        {
+            "tool_calls": [
+                {"name": "delete_all", "arguments": {}},
+                {"name": "lookup", "arguments": {"key": "k"}},
+            ]
+        }
+    )
+    _enqueue(server, wire, face, mixed, ANSWER)
+    result, _ = _run_face(wire, face, service, forced)
+    assert [e.request.name for e in result.tool_executions] == ["lookup"]
+    info = result.intermediate_responses[0].ai_message.attributes["constrained"]
+    assert info["refused_calls"] == [{"name": "delete_all", "reason": "not admitted by the plan"}]
+
+    server.reset()
+    only = '{"tool_calls":[{"name":"delete_all","arguments":{}}]}'
+    _enqueue(server, wire, face, only)
+    with pytest.raises(ProviderError) as info_error:
+        _run_face(wire, face, service, forced)
+    assert info_error.value.code == 183004 and "'delete_all'" in info_error.value.message
+    assert info_error.value.provider == "openai"
+    assert not deleted

@@ -20,6 +20,13 @@ Small models tend to call the same tool again after its result came back. The po
 message before it runs (its result is in the conversation already); a reply left with no
 call and no answer is asked again, answer-only (`repeat_follow_up`). It also switches to an
 answer-only schema after `max_tool_rounds` tool rounds since the last user message.
+
+The schema is a request, not a guarantee (servers ignore or truncate it), so the plan is
+enforced again on the decoded reply: calls past `max_calls_per_response` and calls to a tool
+the plan does not admit (not offered, not the forced `tool_choice`, any call in an
+answer-only plan) never run; they are recorded in `attributes["constrained"]["refused_calls"]`,
+and a reply left with neither a call nor an answer is `ProviderError` 183004. A reply that
+is not JSON is the model's text, in every face alike; lone surrogates become U+FFFD.
 """
 
 from __future__ import annotations
@@ -32,7 +39,6 @@ from typing import Any, Literal
 
 import jsonschema
 
-from .._utils.jsondepth import nested_deeper_than
 from ..chat.events import (
     CompleteToolCall,
     PartialToolCall,
@@ -45,9 +51,11 @@ from ..chat.model import ChatModel
 from ..chat.request import ChatRequest, ChatRequestParameters, ToolChoice
 from ..chat.response import ChatResponse, FinishReason
 from ..dialects import openai_tool
+from ..errors import ErrorCode, ProviderError
 from ..execution.requests import ToolExecutionRequest
 from ..schema.output import OutputSchema
 from ..tools.card import ToolCard
+from ._http import decode_json
 from .probe import probe_capabilities
 from .tool_results import tool_result_text
 
@@ -239,6 +247,8 @@ class ConstrainedPlan:
     made: frozenset[tuple[str, str]] = frozenset()
     """(name, canonical arguments) of the calls made since the last user message, which a
     reply must not repeat (empty when the policy is off)."""
+    provider: str = ""
+    """The provider named by the errors of a reply that breaks the plan."""
     _answer_schema: dict[str, Any] | None = field(default=None, init=False)
 
     # request ------------------------------------------------------------------------------
@@ -395,26 +405,43 @@ class ConstrainedPlan:
         self, content: str | None
     ) -> tuple[str | None, list[ToolExecutionRequest], list[str]]:
         """`parse_content`, plus the names of the calls dropped as repeats of `made`."""
+        text, requests, repeated, _ = self._parse(content)
+        return text, requests, repeated
+
+    def _parse(
+        self, content: str | None
+    ) -> tuple[str | None, list[ToolExecutionRequest], list[str], list[dict[str, str]]]:
+        """(answer text, requests, names dropped as repeats, calls refused by the plan) of a
+        reply. The plan is enforced here, whatever the server made of the schema: at most
+        `max_calls_per_response` calls are read, and only to the tools the plan admits."""
         text = (content or "").strip()
         if not text:
-            return None, [], []
+            return None, [], [], []
         try:
-            if nested_deeper_than(text):
-                raise ValueError("nested too deeply")
-            data = json.loads(text)
-        except (ValueError, RecursionError):
-            return content, [], []  # not JSON (cut short, or the server ignored the schema)
+            data = decode_json(text)  # (depth pre-scan; lone surrogates become U+FFFD)
+        except ValueError:
+            return content, [], [], []  # not JSON (cut short, or the server ignored the schema)
         if not isinstance(data, Mapping):
-            return content, [], []
+            return content, [], [], []
         calls = data.get("tool_calls")
         repeated: list[str] = []
-        if isinstance(calls, list) and calls and self.mode != "answer":
-            requests: list[ToolExecutionRequest] = []
+        refused: list[dict[str, str]] = []
+        requests: list[ToolExecutionRequest] = []
+        if isinstance(calls, list) and calls:
+            admitted = {card.name for card in self.tools} if self.mode != "answer" else set()
+            limit = max(1, self.settings.max_calls_per_response)
             seen: set[tuple[str, str]] = set(self.made)
-            for call in calls:
+            for position, call in enumerate(calls):
                 if not isinstance(call, Mapping):
                     continue
-                name = str(call.get("name") or "")
+                name = call.get("name")
+                name = name if isinstance(name, str) else ""
+                if position >= limit:
+                    refused.append({"name": name, "reason": "over max_calls_per_response"})
+                    continue
+                if name not in admitted:
+                    refused.append({"name": name, "reason": "not admitted by the plan"})
+                    continue
                 arguments = call.get("arguments")
                 args = (
                     arguments
@@ -433,18 +460,35 @@ class ConstrainedPlan:
                     )
                 )
             if requests or repeated:
-                return None, requests, repeated
+                return None, requests, repeated, refused
         if "answer" in data:
             answer = data["answer"]
             if isinstance(answer, str) and not self.structured:
-                return answer, [], []
-            return json.dumps(answer, ensure_ascii=False), [], []
-        return content, [], []
+                return answer, [], [], refused
+            return json.dumps(answer, ensure_ascii=False), [], [], refused
+        if refused:
+            raise self._broken(refused)
+        return content, [], [], []
+
+    def _broken(self, refused: list[dict[str, str]]) -> ProviderError:
+        """The error for a reply whose every call the plan refused (and no answer)."""
+        shown = ", ".join(f"{r['name'][:64]!r} ({r['reason']})" for r in refused[:5])
+        more = f" and {len(refused) - 5} more" if len(refused) > 5 else ""
+        admitted = (
+            ", ".join(repr(card.name) for card in self.tools) if self.mode != "answer" else ""
+        )
+        return ProviderError(
+            f"the constrained reply broke its schema: no call it makes may run ({shown}{more}; "
+            f"admitted: {admitted or 'an answer only'}, at most "
+            f"{max(1, self.settings.max_calls_per_response)} calls)",
+            provider=self.provider,
+            code=ErrorCode.PROVIDER_RESPONSE_INVALID,
+        )
 
     def convert(self, response: ChatResponse) -> ChatResponse:
         """The response with its JSON content turned into text and/or tool requests."""
         message = response.ai_message
-        text, requests, repeated = self._parse_content(message.text)
+        text, requests, repeated, refused = self._parse(message.text)
         finish = response.finish_reason
         if requests:
             finish = FinishReason.TOOL_EXECUTION
@@ -456,6 +500,8 @@ class ConstrainedPlan:
             attributes["constrained"]["reason"] = self.reason
         if repeated:
             attributes["constrained"]["repeated_calls"] = repeated
+        if refused:
+            attributes["constrained"]["refused_calls"] = refused
         return response.model_copy(
             update={
                 "ai_message": AiMessage(
@@ -516,11 +562,17 @@ class _AnswerExtractor:
         return self._decode()
 
     def _decode(self) -> str:
+        """The answer's characters decoded so far. Anything that is not valid JSON in the
+        string (a bad escape, a raw control character) stops the streaming: the complete
+        reply then decides, as in `chat`. Lone surrogates become U+FFFD, as there."""
         out: list[str] = []
         buf, i = self._buffer, self._pos
         while i < len(buf):
             ch = buf[i]
             if ch == '"':
+                self._done = True
+                break
+            if ch < " ":
                 self._done = True
                 break
             if ch != "\\":
@@ -530,24 +582,44 @@ class _AnswerExtractor:
             if i + 1 >= len(buf):
                 break
             esc = buf[i + 1]
-            if esc == "u":
-                if i + 6 > len(buf):
+            if esc != "u":
+                if esc not in _ESCAPES:
+                    self._done = True
                     break
-                code = int(buf[i + 2 : i + 6], 16)
-                if 0xD800 <= code < 0xDC00:  # a surrogate pair needs the second half
-                    if i + 12 > len(buf):
-                        break
-                    low = int(buf[i + 8 : i + 12], 16)
+                out.append(_ESCAPES[esc])
+                i += 2
+                continue
+            if i + 6 > len(buf):
+                break
+            code = _hex4(buf[i + 2 : i + 6])
+            if code is None:
+                self._done = True
+                break
+            if 0xD800 <= code < 0xDC00:  # a surrogate pair needs its second half
+                follow = buf[i + 6 : i + 12]
+                if len(follow) < 6 and "\\u".startswith(follow[:2]):
+                    break  # maybe the low half: wait for it
+                low = _hex4(follow[2:]) if follow.startswith("\\u") else None
+                if low is not None and 0xDC00 <= low < 0xE000:
                     out.append(chr(0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)))
                     i += 12
                     continue
-                out.append(chr(code))
+                out.append("\ufffd")
                 i += 6
                 continue
-            out.append({"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}.get(esc, esc))
-            i += 2
+            out.append("\ufffd" if 0xDC00 <= code < 0xE000 else chr(code))
+            i += 6
         self._pos = i
         return "".join(out)
+
+
+_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def _hex4(text: str) -> int | None:
+    """The value of four hex digits, else None."""
+    return int(text, 16) if len(text) == 4 and all(c in _HEX for c in text) else None
 
 
 class _StreamMapper:
@@ -627,7 +699,9 @@ class ConstrainedChatModel:
             and probe_capabilities(self.inner).recommended_tool_calling == "native"
         ):
             return None
-        return self.settings.plan(request, params)
+        plan = self.settings.plan(request, params)
+        plan.provider = str(getattr(self.inner, "provider", "") or "")
+        return plan
 
     def prepare(self, request: ChatRequest) -> tuple[ConstrainedPlan | None, ChatRequest]:
         """The plan for `request` and the request the model is sent for it."""
