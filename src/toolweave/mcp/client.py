@@ -48,6 +48,7 @@ from ..errors import ErrorCode, McpError, ToolTimeoutError
 from ._errlog import errlog_file
 from ._listing import McpToolList, McpToolSource
 from ._loop import CallerLoop, Home, LoopThread
+from ._secrets import McpSecrets
 from ._session import ProgressCallback, is_session_lost
 from ._stdio_transport import MessageTooLargeError, stdio_transport
 from ._tasks import TaskCalls
@@ -190,11 +191,13 @@ class _Connection:
         auth: httpx2.Auth | None = None,
         tasks: TaskCalls | None = None,
         mode: ConnectMode = "auto",
+        secrets: McpSecrets | None = None,
     ) -> None:
         self.config = config
         self.errlog = errlog
         self.hooks = hooks
         self.auth = auth
+        self.secrets = secrets
         self.tasks = tasks if tasks is not None else TaskCalls(config)
         self.mode = mode
         """The SDK's connect mode: ``"legacy"`` (the handshake) or ``"auto"`` (probe)."""
@@ -271,7 +274,7 @@ class _Connection:
                     headers=cfg.headers or None,
                     timeout=httpx2.Timeout(cfg.connect_timeout, read=300.0),
                     auth=self.auth,
-                    event_hooks={"response": [self._seen_response]},
+                    event_hooks=self._event_hooks(),
                 )
                 await stack.enter_async_context(http)
                 read, write = await stack.enter_async_context(
@@ -291,6 +294,16 @@ class _Connection:
                 )
             yield _WatchedReadStream(read, self), write
 
+    def _event_hooks(self) -> dict[str, list[Any]]:
+        hooks: dict[str, list[Any]] = {"response": [self._seen_response]}
+        if self.auth is not None and self.secrets is not None:
+            hooks["request"] = [self._seen_request]  # the tokens `auth` adds, masked too
+        return hooks
+
+    async def _seen_request(self, request: httpx2.Request) -> None:
+        if self.secrets is not None:
+            self.secrets.observe(request)
+
     async def _seen_response(self, response: httpx2.Response) -> None:
         if response.status_code in (401, 403):
             self.refused = (response.status_code, response.headers.get("www-authenticate", ""))
@@ -308,7 +321,7 @@ class _Connection:
             headers=headers,
             timeout=timeout or httpx2.Timeout(self.config.connect_timeout, read=300.0),
             auth=auth,
-            event_hooks={"response": [self._seen_response]},
+            event_hooks=self._event_hooks(),
         )
 
     def connect_error(self, message: str, cause: BaseException | None) -> McpError:
@@ -436,6 +449,8 @@ class _Core:
         self.hooks = hooks or McpClientHooks()
         self.auth = auth
         self.tasks = TaskCalls(config)
+        self.secrets = McpSecrets(config, auth)
+        """The credentials this client sends: masked in every error leaving it."""
         self._home: Home | None = None
         self._home_lock = threading.Lock()
         self._conn: _Connection | None = None
@@ -492,7 +507,11 @@ class _Core:
         except BaseException:
             coro.close()
             raise
-        return await home.run(coro)
+        try:
+            return await home.run(coro)
+        except BaseException as e:
+            self.secrets.scrub(e)  # the one boundary errors leave the client by
+            raise
 
     def run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
         try:
@@ -500,7 +519,15 @@ class _Core:
         except BaseException:
             coro.close()
             raise
-        return home.run_sync(coro)
+        try:
+            return home.run_sync(coro)
+        except BaseException as e:
+            self.secrets.scrub(e)
+            raise
+
+    def mask(self, text: str) -> str:
+        """`text` with this client's credentials masked (an error result for the model)."""
+        return self.secrets.mask(text)
 
     # connection management (home loop) ----------------------------------------------------------
     async def _authorized_config(self) -> McpServerConfig:
@@ -567,8 +594,11 @@ class _Core:
             return await self._open_in("auto")
 
     async def _open_in(self, mode: ConnectMode) -> _Connection:
+        config = await self._authorized_config()
+        if config is not self.config:
+            self.secrets.configure(config)  # what tool_auth added
         conn = _Connection(
-            await self._authorized_config(), self.errlog, self.hooks, self.auth, self.tasks, mode
+            config, self.errlog, self.hooks, self.auth, self.tasks, mode, self.secrets
         )
         conn.task = asyncio.get_running_loop().create_task(conn.own())
         try:
@@ -894,7 +924,11 @@ class _Core:
         call = self._do_call_tool(name, dict(arguments or {}), t, progress)
         home = self._home
         if home is not None and home.here() and self.auth is None:
-            return await call  # the call's own timer covers it all (no other loop to watch)
+            try:
+                return await call  # the call's own timer covers it all (no other loop to watch)
+            except BaseException as e:
+                self.secrets.scrub(e)
+                raise
         return await self._guarded(call, None if t is None else t + self.config.connect_timeout)
 
     def call_tool_sync(

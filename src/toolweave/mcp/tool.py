@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import mcp_types
@@ -117,10 +117,15 @@ def _short_hash(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()[:8]
 
 
-def mcp_result_to_value(result: mcp_types.CallToolResult, tool_name: str = "") -> Any:
+def mcp_result_to_value(
+    result: mcp_types.CallToolResult,
+    tool_name: str = "",
+    mask: Callable[[str], str] | None = None,
+) -> Any:
     """Turn a ``tools/call`` result into a toolweave value.
 
-    - ``isError`` → raises `McpError` (182301) whose message is the server's text, so an
+    - ``isError`` → raises `McpError` (182301) whose message is the server's text (passed
+      through `mask` when given: an `McpTool` masks its client's credentials), so an
       executor produces an error result the model can read;
     - only text blocks → the texts joined with a blank line (``"\\n\\n"``);
     - a block whose ``audience`` leaves out ``"assistant"`` is kept as a part (so the
@@ -153,6 +158,8 @@ def mcp_result_to_value(result: mcp_types.CallToolResult, tool_name: str = "") -
             parts.append(part)
     text = "\n\n".join(texts)
     if result.is_error:
+        if mask is not None:
+            text = mask(text)
         raise McpError(
             text or f"tool {tool_name!r} reported an error without a message",
             code=ErrorCode.MCP_EXECUTION_ERROR,
@@ -239,6 +246,7 @@ class McpTool(Tool):
             raise TypeError(f"McpTool needs an McpClient, SyncMcpClient or session, got {client!r}")
         super().__init__(card)
         self._session: McpToolSession = session
+        self._mask: Callable[[str], str] | None = getattr(session, "mask", None)
         self._required = frozenset(card.input_params.get("required") or ())
 
     @property
@@ -285,7 +293,9 @@ class McpTool(Tool):
         ):
             return run_sync(self.ainvoke_internal(inputs, **kwargs))
         card = self.card
-        return mcp_result_to_value(call_sync(card.tool_name_on_server, inputs), card.name)
+        return mcp_result_to_value(
+            call_sync(card.tool_name_on_server, inputs), card.name, self._mask
+        )
 
     def _async_first(self) -> bool:
         return True  # a deadline on `invoke` cancels the async call (the server is told)
@@ -299,7 +309,7 @@ class McpTool(Tool):
         result = await self._session.call_tool(
             card.tool_name_on_server, inputs, None, progress=progress
         )
-        return mcp_result_to_value(result, card.name)
+        return mcp_result_to_value(result, card.name, self._mask)
 
 
 def _forward_progress(channel: ToolChannel) -> ProgressCallback:

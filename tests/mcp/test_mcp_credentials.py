@@ -1,0 +1,151 @@
+"""Guarantee 6 for MCP: the credentials a client sends never reach error texts, reprs, the
+`__cause__` chain, log records or spans, whatever a server echoes back — against a real
+loopback server that prints them raw, JSON-escaped and percent-encoded into its 401
+challenge (streamable HTTP and SSE), an SSE 500 reason phrase, a JSON-RPC error message, an
+``isError`` tool result (which is for the model) and a server log notification."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from mcp_support import TEST_TIMEOUT
+
+from reliability.invariants import SecretScan, tracing
+from servers.mcp_credential_echo_server import EchoingServer
+from toolweave import AiMessage, McpError, ToolExecutionRequest, ToolService
+from toolweave.callbacks.otel import set_content_capture
+from toolweave.chat.scripted import ScriptedChatModel
+from toolweave.mcp import McpAuthError, McpClient, McpServerConfig, SyncMcpClient
+
+TOKEN = "aB3/dE6+fG9=="
+"""A bearer token whose JSON and percent-encoded forms differ from it (`/`, `+`, `=`)."""
+KEY = 'Zq9"x/7\\Lm4wQ'
+"""An `X-API-Key` that looks like no known credential pattern (`"`, `/`, `\\`)."""
+FORMS = (
+    TOKEN,
+    KEY,
+    quote(TOKEN, safe=""),
+    quote(KEY, safe=""),
+    json.dumps(KEY)[1:-1],
+    json.dumps(TOKEN)[1:-1].replace("/", "\\/"),
+    repr(KEY)[1:-1],
+)
+
+
+def config(url: str, client_type: str = "streamable-http") -> McpServerConfig:
+    return McpServerConfig(
+        server_name="echoing",
+        client_type=client_type,  # type: ignore[arg-type]
+        params={"url": url},
+        auth_headers={"Authorization": f"Bearer {TOKEN}", "X-API-Key": KEY},
+        connect_timeout=20,
+    )
+
+
+def scan(caplog: pytest.LogCaptureFixture, *errors: BaseException) -> SecretScan:
+    found = SecretScan(FORMS)
+    for error in errors:
+        found.add_error(error)
+    found.add_records(caplog.records)
+    found.add("caplog text", caplog.text)
+    return found
+
+
+@pytest.mark.parametrize(
+    ("mode", "client_type", "path"),
+    [("challenge", "streamable-http", "/mcp"), ("sse-challenge", "sse", "/sse")],
+)
+async def test_credentials_echoed_in_the_auth_challenge_are_masked(
+    caplog: pytest.LogCaptureFixture, mode: str, client_type: str, path: str
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    with EchoingServer(mode) as url:
+        async with asyncio.timeout(TEST_TIMEOUT):
+            with pytest.raises(McpAuthError) as info:
+                async with McpClient(config(url + path, client_type)):
+                    pass
+    error = info.value
+    assert error.status == 401
+    assert 'error="invalid_token"' in error.message  # the challenge is still shown
+    assert "***" in error.message and "***" in error.details["www_authenticate"]
+    assert any("connect attempt 1 failed" in r.getMessage() for r in caplog.records)
+    assert scan(caplog, error).check() > 0
+
+
+async def test_credentials_in_an_sse_reason_phrase_are_masked(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    with EchoingServer("sse-500") as url:
+        async with asyncio.timeout(TEST_TIMEOUT):
+            with pytest.raises(McpError) as info:
+                async with McpClient(config(url + "/sse", "sse")):
+                    pass
+    assert "500 Oops ***" in info.value.message
+    assert any(r.name == "httpx2" for r in caplog.records)  # its INFO line, masked too
+    assert scan(caplog, info.value).check() > 0
+
+
+async def test_credentials_echoed_in_a_json_rpc_error_and_logs_are_masked(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    errors: list[BaseException] = []
+    with EchoingServer("echo") as url:
+        async with asyncio.timeout(TEST_TIMEOUT), McpClient(config(url + "/mcp")) as client:
+            tools = {t.name: t for t in await client.list_tools()}
+            with pytest.raises(McpError) as info:
+                await client.call_tool("fail", {})
+            errors.append(info.value)
+            assert "bad credentials: ***" in info.value.message
+            with pytest.raises(McpError) as info:
+                await tools["fail"].ainvoke({})
+            errors.append(info.value)
+            # an isError result, the server's log notification with it
+            with pytest.raises(McpError) as info:
+                await tools["error_result"].ainvoke({})
+            errors.append(info.value)
+            assert info.value.message.startswith("refused: ***")
+    assert any(r.name == "toolweave.mcp.server_log" for r in caplog.records)
+    assert scan(caplog, *errors).check() > 0
+
+
+def test_the_sync_face_masks_too(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    with EchoingServer("echo") as url, SyncMcpClient(config(url + "/mcp")) as client:
+        tools = {t.name: t for t in client.list_tools()}
+        with pytest.raises(McpError) as failed:
+            client.call_tool("fail", {})
+        with pytest.raises(McpError) as refused:
+            tools["error_result"].invoke({})
+    assert scan(caplog, failed.value, refused.value).check() > 0
+
+
+async def test_an_echoing_error_result_reaches_the_model_and_spans_masked(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    calls = (ToolExecutionRequest(id="c1", name="error_result", arguments="{}"),)
+    model = ScriptedChatModel([AiMessage(tool_execution_requests=calls), AiMessage("ok")])
+    set_content_capture(True)
+    try:
+        with tracing() as spans, EchoingServer("echo") as url:
+            async with asyncio.timeout(TEST_TIMEOUT), McpClient(config(url + "/mcp")) as client:
+                result = (
+                    await ToolService().tools(await client.list_tools()).achat(model, None, "go")
+                )
+    finally:
+        set_content_capture(None)
+    answer: Any = result.messages[2]
+    assert answer.is_error and "refused: ***" in answer.text
+    found = scan(caplog)
+    found.add_messages(result.messages)
+    found.add_messages(model.requests[1].messages)  # what the model was sent
+    found.add_spans(spans)
+    assert spans.get_finished_spans()
+    assert found.check() > 0
