@@ -109,6 +109,10 @@ class McpServerConfig(BaseModel):
     """Ceiling on ``maxTokens`` of the server's sampling requests (with a sampling hook)."""
     sampling_max_per_minute: int | None = 30
     """Sampling requests the server may make per minute; more are refused."""
+    sampling_max_input_bytes: int | None = Field(default=1024 * 1024, gt=0)
+    """The largest sampling request (its messages, system prompt and tools, as JSON) the
+    server may send (1 MiB by default; ``None``: no cap); a larger one is refused with a
+    JSON-RPC error and never reaches the model."""
     max_message_bytes: int = Field(default=64 * 1024 * 1024, gt=0)
     """The longest message a server may send (a stdio line, or one event of a streamable
     HTTP stream; the SDK's default there is 1 MiB); a longer one is dropped, and the call

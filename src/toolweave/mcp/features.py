@@ -26,17 +26,28 @@ A resource function returns ``str`` (text), ``bytes`` (a blob), or the SDK's
 ``TextResourceContents`` / ``BlobResourceContents`` (or a list of them). A prompt returns a
 ``str`` (one user message) or a list of messages: ``str``, ``{"role", "content"}`` dicts
 (content a ``str`` or a toolweave content part) or the SDK's ``PromptMessage``. Functions
-may be sync or async.
+may be sync or async. A function that raises is answered with a generic JSON-RPC error
+(code -32603, "reading the resource … failed on the server"); its exception text goes only to
+the ``toolweave.mcp.server`` log, with credential-like text masked. To send the client a
+message of your own, raise the SDK's ``MCPError(code, message)``.
 """
 
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, overload
 
+import mcp_types
+from mcp.shared.exceptions import MCPError
+
+from ._secrets import masked_reason
+
 __all__ = ["McpCompletion", "McpPrompt", "McpResource", "completion", "prompt", "resource"]
+
+log = logging.getLogger("toolweave.mcp.server")
 
 
 async def _call(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -48,6 +59,19 @@ async def _call(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     if inspect.isawaitable(out):
         out = await out
     return out
+
+
+async def _user_call(what: str, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """`func`'s answer; when it raises, a generic `MCPError` (the SDK would send the client
+    code 0 and the exception's text, which may hold a credential), the text logged masked.
+    An `MCPError` of the function's own is its answer and passes unchanged."""
+    try:
+        return await _call(func, *args, **kwargs)
+    except MCPError:
+        raise
+    except Exception as e:
+        log.warning("%s failed: %s", what, masked_reason(e))
+        raise MCPError(mcp_types.INTERNAL_ERROR, f"{what} failed on the server") from e
 
 
 def _doc(func: Callable[..., Any]) -> str:
@@ -73,7 +97,7 @@ class McpResource:
 
     async def read(self, **variables: Any) -> Any:
         """Call the function (with the template's variables)."""
-        return await _call(self.func, **variables)
+        return await _user_call(f"reading the resource {self.uri!r}", self.func, **variables)
 
 
 @dataclass(frozen=True)
@@ -89,7 +113,7 @@ class McpPrompt:
 
     async def render(self, arguments: dict[str, str]) -> Any:
         """Call the function with the client's arguments."""
-        return await _call(self.func, **arguments)
+        return await _user_call(f"the prompt {self.name!r}", self.func, **arguments)
 
 
 @dataclass(frozen=True)
@@ -106,7 +130,8 @@ class McpCompletion:
         """Candidate values for `value`."""
         params = inspect.signature(self.func).parameters
         kwargs = {"context": context} if "context" in params else {}
-        out = await _call(self.func, value, **kwargs)
+        what = f"completing {self.argument!r} of {self.ref!r}"
+        out = await _user_call(what, self.func, value, **kwargs)
         return [str(v) for v in (out or [])]
 
 

@@ -4,8 +4,9 @@ Each is opt-in (a server sees a capability only when its hook is given):
 
 - ``sampling``: a `ChatModel` (any toolweave provider) or an async callback answers
   ``sampling/createMessage``; `McpServerConfig.sampling_max_tokens` caps what the server may
-  ask for and `sampling_max_per_minute` how often, so a server cannot spend your budget
-  unboundedly (over the limit the server gets an error); with a `ChatModel` the client
+  ask for, `sampling_max_input_bytes` how much it may send and `sampling_max_per_minute`
+  how often, so a server cannot spend your budget unboundedly (over a limit the server
+  gets an error and the model is not called); with a `ChatModel` the client
   declares ``sampling.tools``: the server's tools reach the model as tool specifications
   and its tool calls go back as ``tool_use`` content (the server runs them);
 - ``elicitation``: an async callback gets an `ElicitationRequest` (form mode: a message and a
@@ -21,6 +22,10 @@ Each is opt-in (a server sees a capability only when its hook is given):
 A client with a sampling, elicitation or roots hook connects with the initialize handshake
 (protocol 2025-11-25): on a 2026-07-28 connection a server has no way to send requests of
 its own.
+
+A hook that raises answers the server with a generic JSON-RPC error (code -32603, "… failed
+on the client"): its exception text, which may hold a credential, goes only to the
+``toolweave.mcp`` log, masked.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ import mcp_types
 
 from ..chat.model import ChatModel
 from ..context import ElicitationResult
+from ._secrets import masked_reason
 from .config import McpServerConfig
 
 __all__ = [
@@ -163,7 +169,7 @@ class McpClientHooks:
         if self.elicitation is not None:
             out["elicitation_callback"] = self._elicitation(config)
         if self.roots is not None:
-            out["list_roots_callback"] = self._roots()
+            out["list_roots_callback"] = self._roots(config)
         return out
 
     def _logging(self, config: McpServerConfig) -> Any:
@@ -193,6 +199,21 @@ class McpClientHooks:
                     message="this client does not support tools in sampling "
                     "(it did not declare sampling.tools)",
                 )
+            cap = config.sampling_max_input_bytes
+            if cap is not None:
+                size = len(params.model_dump_json(by_alias=True, exclude_none=True).encode())
+                if size > cap:
+                    log.warning(
+                        "%s: a sampling request of %d bytes was refused (cap %d)",
+                        config.describe(),
+                        size,
+                        cap,
+                    )
+                    return mcp_types.ErrorData(
+                        code=mcp_types.INVALID_PARAMS,
+                        message=f"sampling request too large ({size} bytes; this client "
+                        f"accepts at most {cap}, McpServerConfig.sampling_max_input_bytes)",
+                    )
             now = time.monotonic()
             window = self._sampled
             while window and now - window[0] > 60.0:
@@ -216,10 +237,7 @@ class McpClientHooks:
                     return await _sample_with_model(hook, params)
                 answer = await cast(SamplingCallback, hook)(params)
             except Exception as e:  # the server gets an error, the connection lives on
-                log.warning("%s: sampling failed: %s", config.describe(), e)
-                return mcp_types.ErrorData(
-                    code=mcp_types.INTERNAL_ERROR, message=f"sampling failed: {e}"
-                )
+                return _hook_failed(config, "sampling", e)
             if isinstance(answer, str):
                 return mcp_types.CreateMessageResult(
                     role="assistant",
@@ -251,10 +269,7 @@ class McpClientHooks:
             try:
                 answer = await self.elicitation(request)
             except Exception as e:
-                log.warning("%s: elicitation failed: %s", config.describe(), e)
-                return mcp_types.ErrorData(
-                    code=mcp_types.INTERNAL_ERROR, message=f"elicitation failed: {e}"
-                )
+                return _hook_failed(config, "elicitation", e)
             content = None
             if answer.action == "accept" and request.mode == "form":
                 content = _with_defaults(answer.content or {}, request.schema or {})
@@ -262,20 +277,32 @@ class McpClientHooks:
 
         return elicit
 
-    def _roots(self) -> Any:
-        async def list_roots(ctx: Any) -> mcp_types.ListRootsResult:
+    def _roots(self, config: McpServerConfig) -> Any:
+        async def list_roots(ctx: Any) -> mcp_types.ListRootsResult | mcp_types.ErrorData:
             roots = self.roots
-            listed = await roots() if callable(roots) else roots
-            return mcp_types.ListRootsResult(
-                roots=[
-                    mcp_types.Root(
-                        uri=_root_uri(r), name=Path(r).name if "://" not in str(r) else None
-                    )
-                    for r in listed or ()
-                ]
-            )
+            try:
+                listed = await roots() if callable(roots) else roots
+                return mcp_types.ListRootsResult(
+                    roots=[
+                        mcp_types.Root(
+                            uri=_root_uri(r), name=Path(r).name if "://" not in str(r) else None
+                        )
+                        for r in listed or ()
+                    ]
+                )
+            except Exception as e:  # else the SDK answers code 0 with the exception's text
+                return _hook_failed(config, "listing the roots", e)
 
         return list_roots
+
+
+def _hook_failed(config: McpServerConfig, what: str, error: Exception) -> mcp_types.ErrorData:
+    """The server's answer when a hook raised: a generic error. The exception's text (it may
+    hold a credential) goes only to the log, masked."""
+    log.warning("%s: %s failed: %s", config.describe(), what, masked_reason(error))
+    return mcp_types.ErrorData(
+        code=mcp_types.INTERNAL_ERROR, message=f"{what} failed on the client"
+    )
 
 
 def _with_defaults(content: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
