@@ -815,10 +815,12 @@ def test_an_item_whose_parts_are_not_a_list_is_response_invalid(
 def test_a_token_provider_returning_no_token_sends_nothing(
     server: ProviderServer, token: Any
 ) -> None:
+    from toolweave.errors import AuthenticationError
+
     model = AzureOpenAIResponsesChatModel(
         "gpt-5-prod", endpoint=server.url, token_provider=lambda: token, max_retries=0
     )
-    with pytest.raises(ValueError, match="no usable token"):
+    with pytest.raises(AuthenticationError, match="no usable token"):
         model.chat(ChatRequest([UserMessage("hello")]))
 
     async def provider() -> Any:
@@ -827,7 +829,7 @@ def test_a_token_provider_returning_no_token_sends_nothing(
     amodel = AzureOpenAIResponsesChatModel(
         "gpt-5-prod", endpoint=server.url, token_provider=provider, max_retries=0
     )
-    with pytest.raises(ValueError, match="no usable token"):
+    with pytest.raises(AuthenticationError, match="no usable token"):
         asyncio.run(amodel.achat(ChatRequest([UserMessage("hello")])))
     assert server.requests == []
     model.close()
@@ -1006,3 +1008,76 @@ def test_final_calls_are_matched_by_identity_then_content() -> None:
     last = out[-1]
     assert isinstance(last, ResponseCompleted)
     assert last.response.ai_message.tool_execution_requests == completes
+
+
+NON_ASCII_TOKEN = "eyJ0eXAiOiJKV1Qi.pay\u00e9load-secret-part"
+
+
+def _raising() -> str:
+    raise RuntimeError("IMDS endpoint refused: Authorization: Bearer sk-leaked-in-text-0123")
+
+
+async def _async_token() -> str:
+    return "eyJ-async-token-0123456789"
+
+
+def _run_azure_face(model: Any, face: str) -> Any:
+    request = ChatRequest([UserMessage("hello")])
+    if face == "chat":
+        return model.chat(request)
+    if face == "achat":
+        return asyncio.run(model.achat(request))
+    if face == "stream":
+        return list(model.stream(request))
+    if face == "astream":
+
+        async def consume() -> list[Any]:
+            return [e async for e in model.astream(request)]
+
+        return asyncio.run(consume())
+    service = ToolService().tools(get_weather)
+    if face == "service.chat":
+        return service.chat(model, None, "hello")
+    if face == "service.achat":
+        return asyncio.run(service.achat(model, None, "hello"))
+    return list(service.chat_stream(model, None, "hello"))
+
+
+@pytest.mark.parametrize(
+    "face",
+    ["chat", "achat", "stream", "astream", "service.chat", "service.achat", "service.chat_stream"],
+)
+@pytest.mark.parametrize(
+    ("provider", "cause"),
+    [
+        (_raising, RuntimeError),
+        (lambda: None, ValueError),
+        (lambda: b"eyJ-bytes-token", ValueError),
+        (lambda: NON_ASCII_TOKEN, ValueError),
+        (lambda: "eyJ-ok\r\nX-Injected: 1", ValueError),
+        (_async_token, ValueError),
+    ],
+    ids=["raises", "none", "bytes", "non-ascii", "header-injection", "async"],
+)
+@pytest.mark.parametrize("cls", [AzureOpenAIResponsesChatModel, AzureOpenAIChatModel])
+def test_a_failing_token_provider_is_an_authentication_error(
+    server: ProviderServer, face: str, provider: Any, cause: type, cls: Any
+) -> None:
+    """A token provider that raises, returns None, bytes, a token that cannot go in a header,
+    or is async on a sync face: `AuthenticationError` (183001) with the cause kept, the token
+    and anything credential-like in the provider's text masked, nothing sent; every face,
+    through ToolService too. (An async provider works on the async faces.)"""
+    from toolweave.errors import AuthenticationError
+
+    if provider is _async_token and (face.startswith("a") or face.startswith("service")):
+        pytest.skip("an async provider works on the async faces (ToolService uses them)")
+    model = cls("gpt-5-prod", endpoint=server.url, token_provider=provider, max_retries=0)
+    with model, pytest.raises(AuthenticationError) as info:
+        _run_azure_face(model, face)
+    error = info.value
+    assert error.code == 183001 and error.provider == "azure.ai.openai"
+    assert isinstance(error.__cause__, cause)
+    text = f"{error} {error!r} {error.message}"
+    assert "sk-leaked-in-text" not in text and NON_ASCII_TOKEN not in text
+    assert "X-Injected" not in text
+    assert server.requests == []

@@ -11,7 +11,9 @@ Two URL schemes, chosen by `api_version`:
 The key (`api_key`, else `AZURE_OPENAI_API_KEY`) goes in the `api-key` header; with a
 `token_provider` (a callable returning a Microsoft Entra ID token, called before every
 request, e.g. azure-identity's `get_bearer_token_provider(...)`) the request carries
-`Authorization: Bearer <token>` instead.
+`Authorization: Bearer <token>` instead. A provider that fails (raises, returns no str, a
+token that cannot go in a header, an async provider on a sync face) is `AuthenticationError`
+(183001) with the provider's exception as `__cause__`, and nothing is sent.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
+
+from ..errors import AuthenticationError
 
 __all__ = ["AZURE_PROVIDER", "AzureDeployment", "AzureSettings", "TokenProvider"]
 
@@ -101,7 +105,10 @@ class AzureSettings:
             close = getattr(token, "close", None)
             if close is not None:
                 close()
-            raise TypeError("an async token_provider can only be used from the async faces")
+            raise _TokenRefused(
+                "an async token_provider can only be used from the async faces (achat, "
+                "astream): nothing was sent"
+            )
         return _bearer(token)
 
     async def atoken_headers(self) -> dict[str, str] | None:
@@ -126,13 +133,24 @@ class AzureSettings:
         )
 
 
+class _TokenRefused(ValueError):
+    """A token provider's answer that cannot be sent (the text never holds the token)."""
+
+
 def _bearer(token: Any) -> dict[str, str]:
     """The header for a token from a token provider, which must be a non-empty str (not
-    `Bearer None`)."""
+    `Bearer None`) of visible ASCII (a header value; no line break to inject a header)."""
     if not isinstance(token, str) or not token.strip():
         kind = type(token).__name__ if not isinstance(token, str) else "a blank str"
-        raise ValueError(f"token_provider returned no usable token ({kind}): nothing was sent")
-    return {"authorization": f"Bearer {token.strip()}"}
+        raise _TokenRefused(f"token_provider returned no usable token ({kind}): nothing was sent")
+    value = token.strip()
+    bad = next((i for i, c in enumerate(value) if not "!" <= c <= "~"), None)
+    if bad is not None:
+        raise _TokenRefused(
+            "token_provider returned a token that cannot go in a header (a character that "
+            f"is not visible ASCII at position {bad}): nothing was sent"
+        )
+    return {"authorization": f"Bearer {value}"}
 
 
 class AzureDeployment:
@@ -189,10 +207,31 @@ class AzureDeployment:
         return self.azure.url(self.azure_operation)
 
     def _request_headers(self) -> Mapping[str, str] | None:
-        return self._masked(self.azure.token_headers())
+        try:
+            headers = self.azure.token_headers()
+        except Exception as e:
+            raise self._token_failure(e) from e
+        return self._masked(headers)
 
     async def _arequest_headers(self) -> Mapping[str, str] | None:
-        return self._masked(await self.azure.atoken_headers())
+        try:
+            headers = await self.azure.atoken_headers()
+        except Exception as e:  # (a cancellation is not an Exception: it propagates)
+            raise self._token_failure(e) from e
+        return self._masked(headers)
+
+    def _token_failure(self, error: Exception) -> AuthenticationError:
+        """The typed error for a token provider that failed; its text masked like a key."""
+        if isinstance(error, _TokenRefused):
+            message = f"{self.provider}: {error}"
+        else:
+            text = str(error).strip()
+            detail = self._http.redact(text.splitlines()[0])[:300] if text else ""
+            message = (
+                f"{self.provider}: the token_provider raised {type(error).__name__}"
+                f"{': ' + detail if detail else ''}; nothing was sent"
+            )
+        return AuthenticationError(message, provider=self.provider)
 
     def _masked(self, headers: dict[str, str] | None) -> dict[str, str] | None:
         """`headers`, their Entra ID token now masked in errors and logs like a key (a server
