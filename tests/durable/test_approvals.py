@@ -13,7 +13,14 @@ from typing import Any
 import pytest
 
 from toolweave.chat.messages import ToolExecutionResultMessage
-from toolweave.errors import ToolweaveError
+from toolweave.durable import DecisionConflictError
+from toolweave.errors import ToolArgumentsError, ToolweaveError
+from toolweave.service.approvals import (
+    Approve,
+    DeferredResult,
+    Deny,
+    InvalidConversationStateError,
+)
 
 from .conftest import REPO, Workers
 from .test_kill import assert_valid_history
@@ -88,5 +95,124 @@ def test_deny_from_the_command_line(workers: Workers, client_factory: Any, db_ur
     result = client.result(cid, timeout=120)
     assert result.text == f"{tag} finished: value-of-balance | Bob is not a payee."
     assert workers.log.matching(f"pay {tag} ") == []
-    missing = runs("approve", cid, "p1", db=db_url)
-    assert missing.returncode == 1 and "no call 'p1' waiting" in missing.stderr
+    late = runs("approve", cid, "p1", db=db_url)  # the call was denied: refused, not dropped
+    assert late.returncode == 1, late.stdout
+    assert "already decided by toolweave runs deny" in late.stderr
+    assert "denied ('Bob is not a payee.')" in late.stderr
+    missing = runs("approve", cid, "nope", db=db_url)
+    assert missing.returncode == 1 and "no call 'nope' waiting" in missing.stderr
+
+
+def test_first_decision_wins_while_the_worker_is_dead(
+    workers: Workers, client_factory: Any, db_url: str
+) -> None:
+    """approve, then deny, while no worker runs the conversation: the deny is refused (it
+    used to exit 0 and be dropped, the approval's message holding its idempotency key); the
+    same approval again is a no-op; the recovered conversation pays once."""
+    tag = "approve-first-wins"
+    cid = "conv-first-wins"
+    workers.start("w1")
+    client = client_factory()
+    client.submit("bank", tag, queue="tw-conversations", conversation_id=cid)
+    wait_pending(client, cid)
+    workers.kill("w1")
+
+    approved = runs("approve", cid, "p1", db=db_url)
+    assert approved.returncode == 0, approved.stderr
+    assert json.loads(approved.stdout) == {
+        "conversation_id": cid, "call_id": "p1", "decision": "approve"
+    }  # fmt: skip
+    denied = runs("deny", cid, "p1", db=db_url)
+    assert denied.returncode == 1, denied.stdout
+    assert denied.stdout == ""
+    assert "'p1' of conversation 'conv-first-wins' was already decided by toolweave runs " \
+        "approve" in denied.stderr  # fmt: skip
+    assert ": approved; the first decision stands" in denied.stderr
+    with pytest.raises(DecisionConflictError) as info:
+        client.decide(cid, "p1", Deny("no"))
+    assert isinstance(info.value.decided, Approve) and info.value.decided_at
+    assert info.value.decided_by and info.value.decided_by.startswith("toolweave runs approve")
+    again = runs("approve", cid, "p1", db=db_url)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["repeat"] is True
+    assert client.decide(cid, "p1", Approve()) is False
+    with pytest.raises(DecisionConflictError):  # other arguments are another decision
+        client.decide(cid, "p1", Approve({"tag": tag, "to": "Eve", "amount": 1}))
+
+    workers.start("w2", recover=["w1"])
+    result = client.result(cid, timeout=120)
+    assert result.text == f"{tag} finished: value-of-balance | paid 30 to Bob"
+    assert len(workers.log.matching(f"pay {tag} ")) == 1
+    late = runs("deny", cid, "p1", db=db_url)  # finished: still refused, with what was decided
+    assert late.returncode == 1 and "already decided" in late.stderr
+    assert runs("approve", cid, "p1", db=db_url).returncode == 0  # the same again: a no-op
+
+
+def test_two_commands_at_once_exactly_one_wins(
+    workers: Workers, client_factory: Any, db_url: str
+) -> None:
+    """`runs approve` and `runs deny` started together, in separate processes, while no
+    worker consumes either (both see the call waiting): exactly one succeeds, the other is
+    refused, and the recovered conversation follows the one that won."""
+    tag = "approve-race"
+    cid = "conv-race"
+    workers.start("w1")
+    client = client_factory()
+    client.submit("bank", tag, queue="tw-conversations", conversation_id=cid)
+    wait_pending(client, cid)
+    workers.kill("w1")
+    base = [sys.executable, "-m", "toolweave", "runs"]
+    tail = ["--db", db_url, "--app", "twtest"]
+    procs = {
+        kind: subprocess.Popen(
+            [*base, kind, cid, "p1", *tail],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+        )
+        for kind in ("approve", "deny")
+    }
+    outcomes = {kind: (p.wait(timeout=120), *p.communicate()) for kind, p in procs.items()}
+    winners = [kind for kind, (rc, _, _) in outcomes.items() if rc == 0]
+    assert len(winners) == 1, outcomes
+    (loser,) = set(outcomes) - set(winners)
+    assert outcomes[loser][0] == 1 and "already decided" in outcomes[loser][2], outcomes
+    workers.start("w2", recover=["w1"])
+    result = client.result(cid, timeout=120)
+    paid = workers.log.matching(f"pay {tag} ")
+    if winners == ["approve"]:
+        assert (
+            len(paid) == 1 and result.text == f"{tag} finished: value-of-balance | paid 30 to Bob"
+        )
+    else:
+        assert paid == [] and result.text is not None and "did not approve" in result.text
+
+
+def test_decisions_that_do_not_fit_are_refused_before_anything_is_recorded(
+    workers: Workers, client_factory: Any, db_url: str
+) -> None:
+    """A DeferredResult for an approval call, and arguments that are not a JSON object (the
+    API and `--arguments '[1, 2]'`), are refused; the call can still be decided."""
+    tag = "approve-misfit"
+    cid = "conv-misfit"
+    workers.start("w1")
+    client = client_factory()
+    client.submit("bank", tag, queue="tw-conversations", conversation_id=cid)
+    wait_pending(client, cid)
+    with pytest.raises(InvalidConversationStateError, match="waits for approval"):
+        client.decide(cid, "p1", DeferredResult("paid"))
+    with pytest.raises(ToolArgumentsError, match="must be a JSON object, not a list"):
+        client.decide(cid, "p1", Approve("[1, 2]"))
+    with pytest.raises(ToolArgumentsError, match="is not JSON"):
+        client.decide(cid, "p1", Approve("{nope"))
+    with pytest.raises(TypeError, match="give a dict or JSON text"):
+        client.decide(cid, "p1", Approve([1, 2]))  # type: ignore[arg-type]
+    listed = runs("approve", cid, "p1", "--arguments", "[1, 2]", db=db_url)
+    assert listed.returncode == 2 and "must be a JSON object, not a list" in listed.stderr
+    assert [c.id for _, c in client.pending(cid)] == ["p1"]
+    denied = runs("deny", cid, "p1", "--message", "not today", db=db_url)
+    assert denied.returncode == 0, denied.stderr
+    result = client.result(cid, timeout=120)
+    assert result.text == f"{tag} finished: value-of-balance | not today"
+    assert workers.log.matching(f"pay {tag} ") == []

@@ -10,7 +10,9 @@ the workers' app name.
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -39,13 +41,26 @@ App = Annotated[
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
 
-def _client(db: str, app: str) -> ConversationClient:
+@contextlib.contextmanager
+def _client(db: str, app: str) -> Iterator[ConversationClient]:
+    """A client, closed at the end; a database that cannot be used (unreachable, or not
+    answering within the client's bounds) ends the command with exit status 2."""
     from ..durable.ops import ConversationClient
+    from ..durable.service import DurableDatabaseError
 
     try:
-        return ConversationClient(db, app_name=app)
+        client = ConversationClient(db, app_name=app)
+    except DurableDatabaseError as e:
+        typer.echo(f"error: cannot open the database: {e.message}", err=True)
+        raise typer.Exit(2) from e
     except Exception as e:
         typer.echo(f"error: cannot open the database: {e}", err=True)
+        raise typer.Exit(2) from e
+    try:
+        with client:
+            yield client
+    except DurableDatabaseError as e:
+        typer.echo(f"error: {e.message}", err=True)
         raise typer.Exit(2) from e
 
 
@@ -175,19 +190,27 @@ def pending_calls(
         typer.echo(f"{cid:<40} {call.id:<24} {call.reason:<9} {call.tool_name}({call.arguments})")
 
 
-def _decide(db: str, app: str, conversation_id: str, call_id: str, decision: Any) -> None:
+def _decide(
+    db: str, app: str, conversation_id: str, call_id: str, decision: Any, command: str
+) -> None:
+    from ..durable.service import DurableDatabaseError
     from ..errors import ToolweaveError
 
     with _client(db, app) as client:
         try:
-            client.decide(conversation_id, call_id, decision)
+            recorded = client.decide(
+                conversation_id, call_id, decision, decided_by=f"toolweave runs {command}"
+            )
+        except DurableDatabaseError:
+            raise
         except ToolweaveError as e:
             typer.echo(f"error: {e.message}", err=True)
             raise typer.Exit(1) from e
     kind = type(decision).__name__.lower()
-    typer.echo(
-        json.dumps({"conversation_id": conversation_id, "call_id": call_id, "decision": kind})
-    )
+    out: dict[str, Any] = {"conversation_id": conversation_id, "call_id": call_id, "decision": kind}
+    if not recorded:
+        out["repeat"] = True  # decided so already: nothing new was sent
+    typer.echo(json.dumps(out))
 
 
 @runs_app.command("approve")
@@ -201,16 +224,25 @@ def approve_call(
         typer.Option("--arguments", help="Run the call with these arguments instead (JSON)."),
     ] = None,
 ) -> None:
-    """Approve a waiting tool call: the conversation runs it and goes on."""
+    """Approve a waiting tool call: the conversation runs it and goes on.
+
+    The first decision for a call wins: approving it again is a no-op, and a call already
+    denied (or approved with other arguments) is refused with exit status 1."""
     from ..service.approvals import Approve
 
     if arguments is not None:
         try:
-            json.loads(arguments)
+            value = json.loads(arguments)
         except ValueError as e:
             typer.echo(f"error: --arguments is not JSON: {e}", err=True)
             raise typer.Exit(2) from e
-    _decide(db, app, conversation_id, call_id, Approve(arguments))
+        if not isinstance(value, dict):
+            typer.echo(
+                f"error: --arguments must be a JSON object, not a {type(value).__name__}",
+                err=True,
+            )
+            raise typer.Exit(2)
+    _decide(db, app, conversation_id, call_id, Approve(arguments), "approve")
 
 
 @runs_app.command("deny")
@@ -223,7 +255,10 @@ def deny_call(
         str | None, typer.Option("--message", help="What the model is told instead.")
     ] = None,
 ) -> None:
-    """Deny a waiting tool call: it does not run; the model is told why."""
+    """Deny a waiting tool call: it does not run; the model is told why.
+
+    The first decision for a call wins: denying it again (same message) is a no-op, and a
+    call already approved is refused with exit status 1."""
     from ..service.approvals import Deny
 
-    _decide(db, app, conversation_id, call_id, Deny(message) if message else Deny())
+    _decide(db, app, conversation_id, call_id, Deny(message) if message else Deny(), "deny")

@@ -14,7 +14,7 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
         "toolweave.durable needs DBOS: install the extra with `pip install 'toolweave[durable]'`"
     ) from e
 
-from .ops import ConversationClient, ConversationInfo, StepRecord
+from .ops import ConversationClient, ConversationInfo, DecisionConflictError, StepRecord
 from .service import (
     CONVERSATION_WORKFLOW_PREFIX,
     DECISION_TOPIC,
@@ -47,6 +47,7 @@ __all__ = [
     "ConversationFailedError",
     "ConversationHandle",
     "ConversationInfo",
+    "DecisionConflictError",
     "DurableDatabaseError",
     "DurableToolService",
     "QueueSpec",
