@@ -8,9 +8,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 
 from ..service.approvals import Approve, Decision, DeferredResult, Deny, PendingCall
+from ._render import arguments_display
+from ._safe import markup_safe
 
 __all__ = ["ask_decisions"]
 
@@ -21,8 +22,10 @@ def ask_decisions(
     pending: Sequence[PendingCall], console: Console, ask: Ask | None = None
 ) -> dict[str, Decision]:
     """One decision per pending call, asked on `console`: y(es) / n(o) / e(dit) for an
-    approval, the result text for a deferred call. End of input denies what is left."""
-    read: Ask = ask or (lambda prompt: console.input(prompt))
+    approval, the result text for a deferred call. End of input denies what is left. The
+    arguments are shown as JSON in which every control, bidi or other invisible character is
+    a ``\\uXXXX`` escape, so they cannot disguise what runs."""
+    read: Ask = ask or (lambda prompt: console.input(prompt, emoji=False))
     decisions: dict[str, Decision] = {}
     for call in pending:
         try:
@@ -36,11 +39,12 @@ def ask_decisions(
 
 
 def _ask_one(call: PendingCall, console: Console, read: Ask) -> Decision:
-    shown = f"{escape(call.tool_name)}({escape(call.arguments)}) [dim]id={escape(call.id)}[/]"
+    arguments = markup_safe(arguments_display(call.arguments))
+    shown = f"{markup_safe(call.tool_name)}({arguments}) [dim]id={markup_safe(call.id)}[/]"
     if call.reason == "deferred":
-        console.print(f"[bold yellow]deferred[/] {shown}", soft_wrap=True)
+        console.print(f"[bold yellow]deferred[/] {shown}", soft_wrap=True, emoji=False)
         return DeferredResult(read("[bold yellow]result>[/] "))
-    console.print(f"[bold yellow]approval needed[/] {shown}", soft_wrap=True)
+    console.print(f"[bold yellow]approval needed[/] {shown}", soft_wrap=True, emoji=False)
     while True:
         prompt = r"[bold yellow]run it? \[y]es / \[n]o / \[e]dit arguments:[/] "
         answer = read(prompt).strip().lower()
@@ -62,7 +66,7 @@ def _edited(call: PendingCall, console: Console, read: Ask) -> dict[str, Any] | 
     try:
         value = json.loads(text)
     except ValueError as e:
-        console.print(f"[red]not JSON: {escape(str(e))}[/]")
+        console.print(f"[red]not JSON: {markup_safe(e)}[/]")
         return None
     if not isinstance(value, dict):
         console.print("[red]the arguments must be a JSON object[/]")

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 
 from ..context import ElicitationResult
+from ._safe import markup_safe
 
 __all__ = ["ask_elicitation"]
 
@@ -33,7 +33,7 @@ class _Invalid(ValueError):
 def ask_elicitation(request: Any, console: Console, ask: Ask | None = None) -> ElicitationResult:
     """Ask the user `request` (a `toolweave.mcp.hooks.ElicitationRequest`) on `console`.
     End of input cancels."""
-    read: Ask = ask or (lambda prompt: console.input(prompt))
+    read: Ask = ask or (lambda prompt: console.input(prompt, emoji=False))
     with _lock:
         try:
             if request.mode == "url":
@@ -47,21 +47,23 @@ def ask_elicitation(request: Any, console: Console, ask: Ask | None = None) -> E
 def ask_sampling(server_name: str, request: Any, console: Console, ask: Ask | None = None) -> bool:
     """Ask whether the chat's model may answer server `server_name`'s sampling `request`
     (a `ChatRequest`): the messages are shown, the answer is y or n. End of input declines."""
-    read: Ask = ask or (lambda prompt: console.input(prompt))
+    read: Ask = ask or (lambda prompt: console.input(prompt, emoji=False))
     with _lock:
         console.print(
-            f"[bold yellow]{escape(server_name)} asks the model to answer:[/]", soft_wrap=True
+            f"[bold yellow]{markup_safe(server_name)} asks the model to answer:[/]", soft_wrap=True
         )
         for message in request.messages[-4:]:
             text = " ".join(str(getattr(message, "text", "") or "").split())
             if len(text) > 400:
                 text = text[:399] + "…"
-            console.print(f"  [dim]{escape(message.type)}:[/] {escape(text)}", soft_wrap=True)
+            console.print(
+                f"  [dim]{markup_safe(message.type)}:[/] {markup_safe(text)}", soft_wrap=True
+            )
         tools = [c.name for c in request.parameters.tools or ()]
         limits = f"at most {request.parameters.max_tokens} tokens"
         if tools:
             limits += "; it may call the server's tools " + ", ".join(tools)
-        console.print(f"  [dim]({escape(limits)})[/]", soft_wrap=True)
+        console.print(f"  [dim]({markup_safe(limits)})[/]", soft_wrap=True)
         while True:
             try:
                 answer = _choice(read(r"[bold yellow]send it to the model? \[y]es / \[n]o:[/] "))
@@ -75,11 +77,11 @@ def ask_sampling(server_name: str, request: Any, console: Console, ask: Ask | No
 
 def _ask_url(request: Any, console: Console, read: Ask) -> ElicitationResult:
     console.print(
-        f"[bold yellow]{escape(request.server_name)} asks you to open a URL:[/] "
-        f"{escape(request.message)}",
+        f"[bold yellow]{markup_safe(request.server_name)} asks you to open a URL:[/] "
+        f"{markup_safe(request.message)}",
         soft_wrap=True,
     )
-    console.print(f"  {escape(request.url or '')}", soft_wrap=True, markup=True)
+    console.print(f"  {markup_safe(request.url or '')}", soft_wrap=True, markup=True)
     while True:
         answer = _choice(read(r"[bold yellow]open it? \[y]es / \[n]o (decline) / \[c]ancel:[/] "))
         if answer == "y":
@@ -92,7 +94,7 @@ def _ask_url(request: Any, console: Console, read: Ask) -> ElicitationResult:
 
 def _ask_form(request: Any, console: Console, read: Ask) -> ElicitationResult:
     console.print(
-        f"[bold yellow]{escape(request.server_name)} asks:[/] {escape(request.message)}",
+        f"[bold yellow]{markup_safe(request.server_name)} asks:[/] {markup_safe(request.message)}",
         soft_wrap=True,
     )
     while True:
@@ -125,21 +127,22 @@ def _ask_field(
     name: str, field: dict[str, Any], required: bool, console: Console, read: Ask
 ) -> Any:
     title = field.get("title") or name
-    heading = f"[bold]{escape(str(title))}[/]"
+    heading = f"[bold]{markup_safe(title)}[/]"
     if field.get("description"):
-        heading += f" [dim]— {escape(str(field['description']))}[/]"
+        heading += f" [dim]— {markup_safe(field['description'])}[/]"
     if required:
         heading += " [red](required)[/]"
     console.print(heading, soft_wrap=True)
     options = _options(field)
     if options:
         console.print(
-            "  " + "  ".join(f"{i}) {escape(label)}" for i, (_, label) in enumerate(options, 1)),
+            "  "
+            + "  ".join(f"{i}) {markup_safe(label)}" for i, (_, label) in enumerate(options, 1)),
             soft_wrap=True,
         )
-    prompt = f"  [cyan]{escape(_hint(field))}"
+    prompt = f"  [cyan]{markup_safe(_hint(field))}"
     if "default" in field:
-        prompt += f" \\[default: {escape(_shown(field['default'], options))}]"
+        prompt += f" \\[default: {markup_safe(_shown(field['default'], options))}]"
     prompt += ">[/] "
     while True:
         text = read(prompt).strip()
@@ -153,7 +156,7 @@ def _ask_field(
         try:
             return _parse(text, field, options)
         except _Invalid as e:
-            console.print(f"[red]{escape(str(e))}[/]")
+            console.print(f"[red]{markup_safe(e)}[/]")
 
 
 def _options(field: dict[str, Any]) -> list[tuple[Any, str]]:

@@ -6,14 +6,16 @@ from collections.abc import Iterable
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 
 from ..chat import ReasoningDelta, TextDelta
+from ..errors import ToolweaveError
 from ..execution.content import TextContent
 from ..execution.results import ToolExecutionResult
+from ..schema.arguments import parse_arguments
 from ..service import ChatCompleted, ToolChatResult, ToolExecutionFinished, ToolExecutionStarted
+from ._safe import json_safe, markup_safe, terminal_safe
 
-__all__ = ["render_stream", "result_display"]
+__all__ = ["arguments_display", "render_stream", "result_display"]
 
 _MAX_RESULT = 400
 
@@ -30,6 +32,15 @@ def result_display(result: ToolExecutionResult) -> str:
     return "\n".join(
         p.text if isinstance(p, TextContent) else f"[{p.describe()}]" for p in result.contents
     )
+
+
+def arguments_display(arguments: str) -> str:
+    """A call's raw arguments as the tool gets them (parsed and repaired as a call is), in
+    terminal-safe JSON; arguments that cannot be parsed as their text, a JSON string."""
+    try:
+        return json_safe(parse_arguments(arguments))
+    except ToolweaveError:
+        return json_safe(arguments) + " (not a JSON object)"
 
 
 def render_stream(
@@ -50,17 +61,20 @@ def render_stream(
             if not in_text:
                 console.print("[bold green]assistant>[/] ", end="")
                 in_text = True
-            console.print(event.text, end="", markup=False, highlight=False, soft_wrap=True)
+            text = terminal_safe(event.text)
+            console.print(text, end="", markup=False, highlight=False, emoji=False, soft_wrap=True)
             console.file.flush()
         elif isinstance(event, ReasoningDelta) and show_reasoning:
-            console.print(event.text, end="", style="dim", markup=False, soft_wrap=True)
+            text = terminal_safe(event.text)
+            console.print(text, end="", style="dim", markup=False, emoji=False, soft_wrap=True)
         elif isinstance(event, ToolExecutionStarted):
             end_text()
             r = event.request
             console.print(
-                f"[bold cyan]tool call[/] {escape(r.name)}({escape(r.arguments)}) "
-                f"[dim]id={escape(r.id)}[/]",
+                f"[bold cyan]tool call[/] {markup_safe(r.name)}"
+                f"({markup_safe(arguments_display(r.arguments))}) [dim]id={markup_safe(r.id)}[/]",
                 soft_wrap=True,
+                emoji=False,
             )
         elif isinstance(event, ToolExecutionFinished):
             end_text()
@@ -68,9 +82,10 @@ def render_stream(
             style = "red" if ex.result.is_error else "magenta"
             label = "tool error" if ex.result.is_error else "tool result"
             console.print(
-                f"[bold {style}]{label}[/] [dim]id={escape(ex.request.id)}[/] "
-                f"{escape(_short(result_display(ex.result)))}",
+                f"[bold {style}]{label}[/] [dim]id={markup_safe(ex.request.id)}[/] "
+                f"{markup_safe(_short(result_display(ex.result)))}",
                 soft_wrap=True,
+                emoji=False,
             )
         elif isinstance(event, ChatCompleted):
             end_text()

@@ -23,7 +23,6 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.syntax import Syntax
 
 from .. import dialects
@@ -37,6 +36,7 @@ from ._approve import ask_decisions
 from ._load import CliError, load_tools, loaded_module
 from ._models import open_model, pick_provider
 from ._render import render_stream, result_display
+from ._safe import TerminalStream, markup_safe, terminal_safe
 
 __all__ = ["app", "main"]
 
@@ -59,9 +59,10 @@ if importlib.util.find_spec("dbos") is not None:  # durable conversations (extra
 
     app.add_typer(runs_app, name="runs")
 
-# soft_wrap: text is never cut into 80-column lines when the output is a pipe or a file
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# soft_wrap: text is never cut into 80-column lines when the output is a pipe or a file;
+# emoji off: a model's or a server's `:name:` is shown as it is
+out = Console(highlight=False, soft_wrap=True, emoji=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 
 def _debug() -> bool:
@@ -127,7 +128,7 @@ def _errors() -> Iterator[None]:
         )
         lines = [line.strip().removeprefix("- ") for line in message.splitlines() if line.strip()]
         one_line = "; ".join(lines).replace(":;", ":") if lines else type(e).__name__
-        err.print(f"[bold red]error:[/] {escape(one_line)}", soft_wrap=True)
+        err.print(f"[bold red]error:[/] {markup_safe(one_line)}", soft_wrap=True)
         raise typer.Exit(1) from None
 
 
@@ -301,7 +302,7 @@ def chat(
     that requires approval asks before it runs (y / n / edit its arguments). Tools come from
     --tools, --mcp servers, or both.
     """
-    with _errors(), contextlib.ExitStack() as servers:
+    with _errors(), _terminal_log(), contextlib.ExitStack() as servers:
         _check_model_name(model)
         if not tools and not mcp:
             raise CliError("no tools: give --tools MODULE[:OBJECT] and/or --mcp COMMAND_OR_URL")
@@ -314,12 +315,12 @@ def chat(
             for sampler in samplers:
                 sampler.model = chat_model
             names = ", ".join(c.name for c in service.tool_cards)
-            err.print(f"[dim]{escape(what)} · tools: {escape(names)}[/]", soft_wrap=True)
+            err.print(f"[dim]{markup_safe(what)} · tools: {markup_safe(names)}[/]", soft_wrap=True)
             _report_probe(chat_model)
             inputs: Iterator[str] = iter(message) if message else _prompt()
             for text in inputs:
                 if message:  # interactive input is already on screen
-                    out.print(f"[bold blue]user>[/] {escape(text)}")
+                    out.print(f"[bold blue]user>[/] {markup_safe(text)}")
                 history.append(UserMessage(text))
                 conversation: Any = history
                 decisions: dict[str, Any] | None = None
@@ -373,6 +374,9 @@ def _connect_mcp(
     async def elicit(request: Any) -> Any:
         return await asyncio.to_thread(ask_elicitation, request, out)
 
+    # a stdio server's stderr is shown too, but terminal-safe (it would write to it directly)
+    errlog: Any = TerminalStream(err)
+
     taken: set[str] = set()
     listings: list[Any] = []
     samplers: list[_SamplingInTerminal] = []
@@ -380,7 +384,7 @@ def _connect_mcp(
         config = _mcp_config(spec, taken)
         sampler = _SamplingInTerminal(config.server_name)
         client = stack.enter_context(
-            SyncMcpClient(config, elicitation=elicit, sampling=sampler)  # type: ignore[arg-type]
+            SyncMcpClient(config, errlog=errlog, elicitation=elicit, sampling=sampler)  # type: ignore[arg-type]
         )
         listings.append(client.list_tools())
         samplers.append(sampler)
@@ -449,10 +453,37 @@ def _tool_warnings() -> Iterator[list[logging.LogRecord]]:
         _flush(handler.records)
 
 
+class _ToTerminal(logging.Handler):
+    """Warnings and errors of any logger, printed terminal-safe (instead of Python's last
+    resort handler, which writes a record's message as it is)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            _flush([record])
+        except Exception:
+            self.handleError(record)
+
+
+@contextlib.contextmanager
+def _terminal_log() -> Iterator[None]:
+    """While a chat or the demo runs, log records (which may hold a server's text) reach
+    the terminal terminal-safe."""
+    handler = _ToTerminal()
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+
+
 def _flush(pending: list[logging.LogRecord]) -> None:
     while pending:
         record = pending.pop(0)
-        err.print(f"[yellow]warning:[/] {escape(record.getMessage())}", soft_wrap=True)
+        err.print(f"[yellow]warning:[/] {markup_safe(record.getMessage())}", soft_wrap=True)
 
 
 def _in_order(events: Iterable[Any], pending: list[logging.LogRecord]) -> Iterator[Any]:
@@ -466,7 +497,7 @@ def _in_order(events: Iterable[Any], pending: list[logging.LogRecord]) -> Iterat
             error = event.execution.result.error
             if error is not None:
                 text = "".join(traceback.format_exception(error))
-                err.print(text, markup=False, highlight=False, end="", style="dim")
+                err.print(terminal_safe(text), markup=False, highlight=False, end="", style="dim")
 
 
 def _report_probe(chat_model: Any) -> None:
@@ -503,7 +534,7 @@ def _prompt() -> Iterator[str]:
             out.print()
             return
         if piped:  # the line was not echoed: show it and end the prompt's line
-            out.print(text, markup=False, highlight=False)
+            out.print(terminal_safe(text), markup=False, highlight=False)
         if text.strip() in ("", "exit", "quit"):
             return
         yield text
@@ -569,7 +600,7 @@ def demo(
     """The weather example end to end: a real model calls get_weather and answers."""
     from ._demo import LOCAL_QUESTION, SEED_QUESTION, get_weather
 
-    with _errors():
+    with _errors(), _terminal_log():
         _check_model_name(model)
         chosen = pick_provider(provider)
         ask = question or (LOCAL_QUESTION if chosen == "local" else SEED_QUESTION)
@@ -580,10 +611,10 @@ def demo(
         with open_model(
             chosen, model, console=err, model_options=one_round if chosen == "local" else None
         ) as (chat_model, what):
-            out.print(f"[dim]model: {escape(what)}[/]", soft_wrap=True)
+            out.print(f"[dim]model: {markup_safe(what)}[/]", soft_wrap=True)
             _report_probe(chat_model)
             out.print("[dim]tool:[/] get_weather(city: str)")
-            out.print(f"[bold blue]user>[/] {escape(ask)}")
+            out.print(f"[bold blue]user>[/] {markup_safe(ask)}")
             started = time.monotonic()
             result = render_stream(service.chat_stream(chat_model, params, [UserMessage(ask)]), out)
             if result is None:
