@@ -559,17 +559,23 @@ class DurableToolService(ToolService):
         """In a conversation workflow, calls that need approval (or deferred calls) do not
         end it: it publishes them (`PENDING_EVENT`) and waits for one decision per call on
         `DECISION_TOPIC` (`ConversationClient.decide`, `toolweave runs approve|deny`).
-        Waiting holds no thread, and survives restarts: DBOS replays received messages."""
+        Waiting holds no thread, and survives restarts: DBOS replays received messages.
+        Each pending call is published with its `pause` (the history's length, unique per
+        pause of a conversation); a decision naming another pause is ignored."""
         if _STATE.get() is None:
             return None
         ids = {call.id for call in waiting}
-        await DBOS.set_event_async(PENDING_EVENT, [call.model_dump() for call in waiting])
+        pause = len(run.messages)
+        await DBOS.set_event_async(
+            PENDING_EVENT, [{**call.model_dump(), "pause": pause} for call in waiting]
+        )
         await self._publish(run, "waiting")
         decisions: dict[str, Decision] = {}
         while len(decisions) < len(ids):
             message = await DBOS.recv_async(DECISION_TOPIC, timeout_seconds=self.decision_poll)
             decided = read_decision(message)
-            if decided is None or decided[0] not in ids:
+            stale = isinstance(message, Mapping) and message.get("pause", pause) != pause
+            if decided is None or decided[0] not in ids or stale:
                 if message is not None:
                     logger.warning(
                         "conversation %s: ignored a decision: %r", DBOS.workflow_id, message
