@@ -9,15 +9,20 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 from urllib.parse import quote
 
+import httpx2
 import pytest
 from mcp_support import TEST_TIMEOUT
 
 from reliability.invariants import SecretScan, tracing
 from servers.mcp_credential_echo_server import EchoingServer
 from toolweave import AiMessage, McpError, ToolExecutionRequest, ToolService
+from toolweave.callbacks import CallbackFramework
+from toolweave.callbacks.events import ToolCallEvents as E
 from toolweave.callbacks.otel import set_content_capture
 from toolweave.chat.scripted import ScriptedChatModel
 from toolweave.mcp import McpAuthError, McpClient, McpServerConfig, SyncMcpClient
@@ -148,4 +153,54 @@ async def test_an_echoing_error_result_reaches_the_model_and_spans_masked(
     found.add_messages(model.requests[1].messages)  # what the model was sent
     found.add_spans(spans)
     assert spans.get_finished_spans()
+    assert found.check() > 0
+
+
+class RotatingAuth(httpx2.Auth):
+    """Adds a token the configuration never saw, and holds it where the SDK's OAuth
+    provider does (``context.current_tokens``)."""
+
+    token = "oauth-acc/ess+9"
+
+    def __init__(self) -> None:
+        tokens = SimpleNamespace(access_token=self.token, refresh_token="rEfr3sh/99")
+        self.context = SimpleNamespace(current_tokens=tokens, client_info=None)
+
+    def auth_flow(self, request: httpx2.Request) -> Iterator[httpx2.Request]:
+        request.headers["Authorization"] = f"Bearer {self.token}"
+        yield request
+
+
+async def test_tokens_an_auth_provider_sends_are_masked(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    with EchoingServer("echo") as url:
+        cfg = McpServerConfig(server_name="oauth", params={"url": url + "/mcp"})
+        async with asyncio.timeout(TEST_TIMEOUT), McpClient(cfg, auth=RotatingAuth()) as client:
+            with pytest.raises(McpError) as info:
+                await client.call_tool("fail", {})
+    assert "bad credentials: ***" in info.value.message
+    found = SecretScan((RotatingAuth.token, quote(RotatingAuth.token, safe="")))
+    found.add_error(info.value)
+    found.add_records(caplog.records)
+    assert found.check() > 0
+
+
+async def test_credentials_tool_auth_adds_are_masked(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    fw = CallbackFramework()
+    fresh = "r0tated/Key+42"
+
+    @fw.on(E.TOOL_AUTH)
+    def rotate(**kwargs: Any) -> dict[str, Any]:
+        return {"headers": {"X-API-Key": fresh}}
+
+    with EchoingServer("echo") as url:
+        cfg = McpServerConfig(server_name="rotating", params={"url": url + "/mcp"})
+        async with asyncio.timeout(TEST_TIMEOUT), McpClient(cfg, callbacks=fw) as client:
+            with pytest.raises(McpError) as info:
+                await client.call_tool("fail", {})
+    assert info.value.message.count("***") >= 3
+    found = SecretScan((fresh, quote(fresh, safe=""), json.dumps(fresh)[1:-1]))
+    found.add_error(info.value)
+    found.add_records(caplog.records)
     assert found.check() > 0
