@@ -216,3 +216,157 @@ def test_decisions_that_do_not_fit_are_refused_before_anything_is_recorded(
     result = client.result(cid, timeout=120)
     assert result.text == f"{tag} finished: value-of-balance | not today"
     assert workers.log.matching(f"pay {tag} ") == []
+
+
+def test_a_call_id_reused_in_a_later_pause_is_decided_afresh(
+    workers: Workers, client_factory: Any, db_url: str
+) -> None:
+    """Decisions are per pause: the model reuses call id p1 in its next turn; approving the
+    first pause does not decide (or refuse) the second, which is denied."""
+    tag = "again-reused-id"
+    cid = "conv-reused-id"
+    workers.start("w1")
+    client = client_factory()
+    client.submit("bank", tag, queue="tw-conversations", conversation_id=cid)
+    ((_, first),) = wait_pending(client, cid)
+    assert json.loads(first.arguments)["amount"] == 1
+    assert runs("approve", cid, "p1", db=db_url).returncode == 0
+    deadline = time.monotonic() + 90
+    while True:  # the second pause, same call id, other arguments
+        waiting = client.pending(cid)
+        if waiting and json.loads(waiting[0][1].arguments)["amount"] == 2:
+            break
+        assert time.monotonic() < deadline, waiting
+        time.sleep(0.1)
+    denied = runs("deny", cid, "p1", "--message", "once is enough", db=db_url)
+    assert denied.returncode == 0, denied.stderr
+    result = client.result(cid, timeout=120)
+    assert result.text == f"{tag} finished: paid 1 to Bob | once is enough"
+    assert [line.split()[-1] for line in workers.log.matching(f"pay {tag} ")] == ["1"]
+    late = runs("approve", cid, "p1", db=db_url)  # the latest pause's decision is the deny
+    assert late.returncode == 1 and "denied ('once is enough')" in late.stderr
+
+
+# a call of one pause runs at most once across processes (issue 27, item 1) -------------------
+_CLAIMS_SCRIPT = '''
+import json, os, sys
+from toolweave import AiMessage, ScriptedChatModel, ToolExecutionRequest, tool
+from toolweave.durable import DurableToolService, launch, shutdown
+from toolweave.service import Approve, CallAlreadyDecidedError, ChatCompleted, ConversationState, Deny
+
+db, app, executor, folder, steps = sys.argv[1:6]
+KEY = "the durable claims test signing secret"
+
+@tool(requires_approval=True)
+def pay(to: str) -> str:
+    """Pay someone (needs approval)."""
+    fd = os.open(os.path.join(folder, "pay.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.write(fd, f"pay {to} {executor}\\n".encode())
+    os.close(fd)
+    return f"paid {to}"
+
+service = DurableToolService("claims", model=ScriptedChatModel(["done"])).tools(pay)
+launch(db, app_name=app, executor_id=executor, log_level="WARNING")
+
+def last(events):
+    final = events[-1]
+    assert isinstance(final, ChatCompleted)
+    return final.result
+
+def save(name, result):
+    if result.state is not None:
+        with open(os.path.join(folder, name), "w") as f:
+            f.write(result.state.to_json(key=KEY))
+
+try:
+    for step in json.loads(steps):
+        if step[0] == "pause":
+            _, name, *tos = step
+            calls = [ToolExecutionRequest(id=t, name="pay", arguments=json.dumps({"to": t})) for t in tos]
+            model = ScriptedChatModel([AiMessage(tool_execution_requests=calls)])
+            save(name, last(list(service.chat_stream(model, None, "pay them"))))
+            print(json.dumps({"step": name, "ok": True}), flush=True)
+            continue
+        _, source, target, decisions = step
+        with open(os.path.join(folder, source)) as f:
+            state = ConversationState.from_json(f.read(), key=KEY)
+        made = {k: Approve() if v == "approve" else Deny("no") for k, v in decisions.items()}
+        try:
+            result = last(list(service.chat_stream(ScriptedChatModel(["done"]), None, state, decisions=made)))
+        except CallAlreadyDecidedError as e:
+            print(json.dumps({"step": target, "ok": False, "call_id": e.call_id, "decided": e.decided,
+                              "by": e.decided_by, "message": e.message}), flush=True)
+            continue
+        save(target, result)
+        print(json.dumps({"step": target, "ok": True, "status": str(result.status)}), flush=True)
+finally:
+    shutdown()
+'''
+
+
+def _claims(
+    tmp: Any, db: str, executor: str, *steps: list[Any], wait: bool = True
+) -> Any:
+    """Run the claims script in a fresh process (its own memory: only the database is
+    shared); its per-step outcomes, or the process when `wait` is False."""
+    import os
+
+    script = tmp / "claims.py"
+    if not script.exists():
+        script.write_text(_CLAIMS_SCRIPT)
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    args = [sys.executable, str(script), db, "twtest", executor, str(tmp), json.dumps(steps)]
+    proc = subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp
+    )
+    if not wait:
+        return proc
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    return {r["step"]: r for r in map(json.loads, out.splitlines())}
+
+
+def test_a_call_of_one_pause_runs_at_most_once_across_processes(
+    db_url: str, tmp_path: Any, client_factory: Any
+) -> None:
+    """States derived from one pause, resumed by different processes of a
+    `DurableToolService` sharing the database: a payment approved in one is refused in the
+    others (the claim is in the database, not in a process's memory), and so is a different
+    decision; two processes racing to approve one call run it once."""
+    first = _claims(
+        tmp_path, db_url, "p1",
+        ["pause", "S", "A", "B"],
+        ["resume", "S", "S_A", {"A": "approve"}],
+        ["pause", "T", "C"],
+    )  # fmt: skip
+    assert first["S"]["ok"] and first["S_A"]["ok"] and first["S_A"]["status"] == "pending"
+    second = _claims(tmp_path, db_url, "p2", ["resume", "S", "S_B", {"B": "approve"}])
+    assert second["S_B"]["ok"] and second["S_B"]["status"] == "pending"  # A still waits there
+
+    third = _claims(
+        tmp_path, db_url, "p3",
+        ["resume", "S_A", "x1", {"B": "approve"}],
+        ["resume", "S_B", "x2", {"A": "approve"}],
+        ["resume", "S_B", "x3", {"A": "deny"}],
+        ["resume", "S", "x4", {"A": "deny", "B": "deny"}],
+    )  # fmt: skip
+    assert (third["x1"]["ok"], third["x1"]["call_id"], third["x1"]["by"]) == (False, "B", "p2")
+    assert "'B' (pay)" in third["x1"]["message"] and "by worker p2" in third["x1"]["message"]
+    assert (third["x2"]["ok"], third["x2"]["call_id"], third["x2"]["by"]) == (False, "A", "p1")
+    assert (third["x3"]["ok"], third["x3"]["decided"]) == (False, "approve")  # it ran
+    assert not third["x4"]["ok"]
+
+    racers = [
+        _claims(tmp_path, db_url, f"r{i}", ["resume", "T", f"t{i}", {"C": "approve"}], wait=False)
+        for i in range(2)
+    ]
+    outcomes = []
+    for proc in racers:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        outcomes.append(json.loads(out.splitlines()[-1])["ok"])
+    assert sorted(outcomes) == [False, True]
+
+    pays = sorted(line.split()[1] for line in (tmp_path / "pay.log").read_text().splitlines())
+    assert pays == ["A", "B", "C"]  # each payment ran once, across five processes
+    assert client_factory().list() == []  # the claims are not conversations

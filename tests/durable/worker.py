@@ -97,11 +97,18 @@ def script(request: ChatRequest) -> AiMessage:
     """Deterministic model: the tag is the first user message; the turn is the number of
     AI messages so far. `kill-*`: [lookup a, lookup b] → [charge, lookup c] → answer.
     `scale-*-R`: four `crunch` calls of R rounds → answer. `approve-*`: [lookup, pay (needs
-    approval)] → answer."""
+    approval)] → answer. `again-*`: pay 1 (call p1) → pay 2 (call p1 again) → answer."""
     tag = request.messages[0].text or ""  # type: ignore[union-attr]
     turn = sum(1 for m in request.messages if m.type == "ai")
     log(f"model {tag} {turn}")
     maybe_hang(f"model:{turn}")
+    if tag.startswith("again-"):  # two pauses, the model reusing the call id p1
+        if turn < 2:
+            return AiMessage(
+                tool_execution_requests=[_call("pay", "p1", tag=tag, to="Bob", amount=turn + 1)]
+            )
+        results = [m.text for m in request.messages if m.type == "tool_result"]  # type: ignore[union-attr]
+        return AiMessage(f"{tag} finished: " + " | ".join(results))
     if tag.startswith("approve-"):
         if turn == 0:
             return AiMessage(

@@ -562,10 +562,11 @@ class ConversationClient:
                 return False
             # the same decision, recorded by a process that may have stopped before
             # sending it: send it (again); the idempotency key makes a second copy a no-op
-        message = {**decision_message(call_id, decision), "pause": pause}
-        key = (
-            f"{conversation_id}:{call_id}" if pause < 0 else f"{conversation_id}:{pause}:{call_id}"
-        )
+        message = decision_message(call_id, decision)
+        key = f"{conversation_id}:{call_id}"
+        if pause >= 0:  # -1: a worker that does not publish its pause
+            message["pause"] = pause
+            key = f"{conversation_id}:{pause}:{call_id}"
         self._client.send(conversation_id, message, DECISION_TOPIC, idempotency_key=key)
         with self._engine.begin() as conn:
             conn.execute(
