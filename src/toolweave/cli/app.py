@@ -348,12 +348,13 @@ class _SamplingInTerminal:
         self.model: Any = None
 
     async def achat(self, request: Any) -> Any:
+        from ..mcp import SamplingDeclined
         from ._elicit import ask_sampling
 
         if self.model is None:
             raise RuntimeError("the chat's model is not open yet")
         if not await asyncio.to_thread(ask_sampling, self.server_name, request, out):
-            raise RuntimeError("the user declined to send the request to the model")
+            raise SamplingDeclined("the user declined to send the request to the model")
         return await self.model.achat(request)
 
 

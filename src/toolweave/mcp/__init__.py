@@ -20,6 +20,7 @@ from .config import (
     sanitize_tool_name,
 )
 from .features import McpCompletion, McpPrompt, McpResource, completion, prompt, resource
+from .hooks import SamplingDeclined
 from .server import McpTransport, build_mcp_server, serve_mcp, serve_mcp_async
 from .tool import McpTool, McpToolCard, mcp_result_to_value
 
@@ -35,6 +36,7 @@ __all__ = [
     "McpTool",
     "McpToolCard",
     "McpTransport",
+    "SamplingDeclined",
     "SyncMcpClient",
     "build_mcp_server",
     "completion",

@@ -56,6 +56,7 @@ __all__ = [
     "McpClientHooks",
     "RootsHook",
     "SamplingCallback",
+    "SamplingDeclined",
     "SamplingHook",
 ]
 
@@ -74,6 +75,11 @@ class ElicitationRequest:
     schema: dict[str, Any] | None = None
     url: str | None = None
     elicitation_id: str | None = None
+
+
+class SamplingDeclined(Exception):
+    """Raised by a sampling hook when the user said no: the server is told the request was
+    declined (JSON-RPC code -1, as the MCP spec suggests), not that the client failed."""
 
 
 SamplingCallback = Callable[
@@ -236,6 +242,10 @@ class McpClientHooks:
                 if model:
                     return await _sample_with_model(hook, params)
                 answer = await cast(SamplingCallback, hook)(params)
+            except SamplingDeclined:
+                return mcp_types.ErrorData(
+                    code=-1, message="the user declined the sampling request"
+                )
             except Exception as e:  # the server gets an error, the connection lives on
                 return _hook_failed(config, "sampling", e)
             if isinstance(answer, str):
