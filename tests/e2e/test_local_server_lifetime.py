@@ -97,3 +97,132 @@ def test_the_server_dies_with_the_process_that_started_it(
         for p in pids:
             if _alive(p):
                 os.kill(p, signal.SIGKILL)
+
+
+_FORKING_OWNER = """
+import multiprocessing, os, sys, time
+from pathlib import Path
+from toolweave.local import LlamaServer
+binary, model, logs, how = sys.argv[1:5]
+server = LlamaServer(Path(binary), Path(model), log_dir=Path(logs), startup_timeout=60).start()
+if how == "os.fork":
+    child = os.fork()
+    if child == 0:
+        time.sleep(600)
+        os._exit(0)
+else:
+    process = multiprocessing.get_context("fork").Process(target=time.sleep, args=(600,))
+    process.start()
+    child = process.pid
+print(server._proc.pid, child, flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("how", ["os.fork", "multiprocessing"])
+def test_a_forked_child_does_not_keep_the_server_alive(
+    tmp_path: Path, fake_binary: Path, model_file: Path, how: str
+) -> None:
+    """A child forked without exec (multiprocessing's "fork") holds no copy of the owner's
+    end of the reaper's channel: SIGKILL of the owner stops the server while the child
+    lives on."""
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    owner = subprocess.Popen(
+        [sys.executable, "-c", _FORKING_OWNER, str(fake_binary), str(model_file),
+         str(tmp_path / "logs"), how],
+        stdout=subprocess.PIPE,
+        env=env,
+    )  # fmt: skip
+    pids: list[int] = []
+    child = 0
+    try:
+        assert owner.stdout is not None
+        reaper, child = (int(word) for word in owner.stdout.readline().split())
+        pids = [reaper, _server_pid(reaper)]
+        owner.kill()
+        owner.wait(timeout=30)
+        deadline = time.monotonic() + 30  # a hang guard: it goes at once
+        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _alive(child), "the forked child should still run"
+        assert not _alive(pids[1]), "llama-server outlived its owner while a forked child ran"
+        assert not _alive(pids[0]), "the reaper outlived its owner while a forked child ran"
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait()
+        for p in [*pids, child]:
+            if p and _alive(p):
+                os.kill(p, signal.SIGKILL)
+
+
+_REAPER_LOST_OWNER = """
+import sys
+from pathlib import Path
+from toolweave.local import LlamaServer
+from toolweave.local import server as server_module
+binary, model, logs, death_signal = sys.argv[1:5]
+server_module._PARENT_DEATH_SIGNAL = death_signal == "on"
+server = LlamaServer(Path(binary), Path(model), log_dir=Path(logs), startup_timeout=60).start()
+print(server._proc.pid, flush=True)
+then = sys.stdin.readline().strip()
+print(server.running, flush=True)
+if then == "stop":
+    server.stop()
+    print(server.running, flush=True)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize(
+    ("death_signal", "then"),
+    [("on", "stop"), ("off", "stop"), ("off", "exit")],
+    ids=["linux-death-signal", "stop-finds-the-server", "exit-finds-the-server"],
+)
+def test_the_server_does_not_outlive_its_reaper(
+    tmp_path: Path, fake_binary: Path, model_file: Path, death_signal: str, then: str
+) -> None:
+    """SIGKILL of the reaper alone: on Linux the server goes with it (the parent-death
+    signal); where there is no such signal (`off`: as on macOS), `running` still sees the
+    server and `stop()`, or the owner's normal exit, stops it."""
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    owner = subprocess.Popen(
+        [sys.executable, "-c", _REAPER_LOST_OWNER, str(fake_binary), str(model_file),
+         str(tmp_path / "logs"), death_signal],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )  # fmt: skip
+    pids: list[int] = []
+    try:
+        assert owner.stdout is not None and owner.stdin is not None
+        reaper = int(owner.stdout.readline())
+        pids = [reaper, _server_pid(reaper)]
+        os.kill(reaper, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while _alive(reaper) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if death_signal == "on":
+            while _alive(pids[1]) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert not _alive(pids[1]), "llama-server outlived its reaper"
+        else:
+            assert _alive(pids[1])  # the case `stop()` must handle itself
+        owner.stdin.write(then + "\n")
+        owner.stdin.flush()
+        assert owner.stdout.readline().strip() == str(death_signal == "off")  # `running`
+        if then == "stop":
+            assert owner.stdout.readline().strip() == "False"
+            assert not _alive(pids[1]), "stop() left the server of a dead reaper running"
+        owner.stdin.close()
+        owner.wait(timeout=30)
+        assert not _alive(pids[1]), "llama-server outlived its owner's normal exit"
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait()
+        for p in pids:
+            if _alive(p):
+                os.kill(p, signal.SIGKILL)

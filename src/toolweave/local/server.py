@@ -134,37 +134,157 @@ def _free_port(host: str) -> int:
 _live: set[LlamaServer] = set()
 _NO_REPACK: set[str] = set()  # binaries that crashed repacking weights: started --no-repack
 _live_lock = threading.Lock()
+_channels: set[socket.socket] = set()  # this process's ends of the reapers' stdin
+_channels_lock = threading.Lock()  # held across os.fork: no end is created unlisted
+_PARENT_DEATH_SIGNAL = True  # off only in tests: the platforms without PR_SET_PDEATHSIG
 
 
 _REAPER = Path(__file__).with_name("_reaper.py")
 
 
-def _spawn(cmd: list[str], log: Any) -> subprocess.Popen[bytes]:
-    """Start `cmd` under `_reaper.py`, which stops it when this process ends in any way
-    (exit handlers cover a normal exit only: not SIGTERM's default action, SIGKILL or a
-    crash). The reaper's stdin is a pipe this process holds and never writes: its end of
-    file is the signal. A frozen application has no interpreter to run it: the server is
-    started directly there."""
-    if getattr(sys, "frozen", False) or not sys.executable:
-        return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    return subprocess.Popen(
-        [sys.executable, "-I", str(_REAPER), *cmd],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.PIPE,
-        start_new_session=os.name == "posix",  # one group: the kill below reaches both
+def _after_fork_in_child() -> None:
+    """A child forked without exec (multiprocessing's "fork") must not hold the reapers'
+    channels open (the servers would outlive this process until the child exits), nor
+    stop the parent's servers at its own exit."""
+    global _live_lock, _channels_lock
+    _live_lock, _channels_lock = threading.Lock(), threading.Lock()
+    for end in _channels:
+        end.close()
+    _channels.clear()
+    _live.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(
+        before=lambda: _channels_lock.acquire(),
+        after_in_parent=lambda: _channels_lock.release(),
+        after_in_child=_after_fork_in_child,
     )
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the reaper and the server (their own process group on POSIX)."""
-    if os.name == "posix" and proc.stdin is not None:
+class _Spawned:
+    """The started process (the reaper, or the server itself where there is none) and this
+    process's end of the reaper's stdin."""
+
+    def __init__(
+        self, proc: subprocess.Popen[bytes], channel: socket.socket | None, reaped: bool
+    ) -> None:
+        self.proc = proc
+        self.channel = channel
+        self.reaped = reaped  # the server runs under a reaper in its own process group
+        self.owner = os.getpid()
+        self._pid_text = b""
+        self.server_pid: int | None = None
+
+    def _read_server_pid(self) -> int | None:
+        """The server's pid, which the reaper writes on the channel once it started it."""
+        if self.server_pid is None and self.channel is not None:
+            try:
+                while not self._pid_text.endswith(b"\n"):
+                    chunk = self.channel.recv(64)
+                    if not chunk:
+                        break
+                    self._pid_text += chunk
+            except (BlockingIOError, OSError):
+                pass
+            if self._pid_text.endswith(b"\n") and self._pid_text.strip().isdigit():
+                self.server_pid = int(self._pid_text)
+        return self.server_pid
+
+    def orphan(self) -> int | None:
+        """The server's pid if it still runs although its reaper is gone. It is checked to be
+        in the reaper's process group: a pid reused since belongs to another group."""
+        pid = self._read_server_pid()
+        if pid is None or os.name != "posix":
+            return None
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
+            if os.getpgid(pid) != self.proc.pid:
+                return None
+        except (ProcessLookupError, PermissionError):
+            return None
+        return None if _zombie(pid) else pid
+
+    def stop_orphan(self, timeout: float) -> None:
+        """SIGTERM the process group of a reaper that is gone, SIGKILL after `timeout`."""
+        for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, timeout)):
+            if self.orphan() is None:
+                return
+            try:
+                os.killpg(self.proc.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                return
+            deadline = time.monotonic() + wait
+            while self.orphan() is not None and time.monotonic() < deadline:
+                time.sleep(0.05)
+
+    def close(self) -> None:
+        if self.channel is not None:
+            with _channels_lock:
+                _channels.discard(self.channel)
+            self.channel.close()
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+
+
+def _zombie(pid: int) -> bool:
+    """Whether `pid` has exited and waits for its new parent (init) to reap it (Linux's
+    /proc; elsewhere False)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[:1] == ["Z"]
+
+
+def _spawn(cmd: list[str], log: Any) -> _Spawned:
+    """Start `cmd` under `_reaper.py`, which stops it when this process ends in any way
+    (exit handlers cover a normal exit only: not SIGTERM's default action, SIGKILL or a
+    crash). The reaper's stdin is one end of a socket pair whose other end this process
+    holds and never writes (a pipe where there are no process groups): its end of file is
+    the signal, and the reaper writes the server's pid back on it. A frozen application has
+    no interpreter to run it: the server is started directly there."""
+    if getattr(sys, "frozen", False) or not sys.executable:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        return _Spawned(proc, None, reaped=False)
+    reaper = [sys.executable, "-I", str(_REAPER)]
+    if not _PARENT_DEATH_SIGNAL:
+        reaper.append("--no-parent-death-signal")
+    if os.name != "posix":
+        proc = subprocess.Popen(
+            [*reaper, *cmd], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.PIPE
+        )
+        return _Spawned(proc, None, reaped=True)
+    with _channels_lock:  # both ends are close-on-exec; a fork closes ours in the child
+        ours, theirs = socket.socketpair()
+        _channels.add(ours)
+    try:
+        proc = subprocess.Popen(
+            [*reaper, *cmd],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=theirs.fileno(),
+            start_new_session=True,  # one group: the kills below reach both
+        )
+    except BaseException:
+        with _channels_lock:
+            _channels.discard(ours)
+        ours.close()
+        raise
+    finally:
+        theirs.close()
+    ours.setblocking(False)
+    return _Spawned(proc, ours, reaped=True)
+
+
+def _kill_group(spawned: _Spawned) -> None:
+    """SIGKILL the reaper and the server (their own process group on POSIX)."""
+    if os.name == "posix" and spawned.reaped:
+        try:
+            os.killpg(spawned.proc.pid, signal.SIGKILL)
             return
         except (ProcessLookupError, PermissionError):
             pass
-    proc.kill()
+    spawned.proc.kill()
 
 
 @atexit.register
@@ -207,7 +327,7 @@ class LlamaServer:
         self.startup_timeout = startup_timeout
         self._log_dir = log_dir
         self.log_path: Path | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._spawned: _Spawned | None = None
 
     @property
     def binary(self) -> Path:
@@ -240,9 +360,17 @@ class LlamaServer:
         return MODEL_NAME if self._model_path is None else self.model_path.stem
 
     @property
+    def _proc(self) -> subprocess.Popen[bytes] | None:
+        return self._spawned.proc if self._spawned is not None else None
+
+    @property
     def running(self) -> bool:
-        """Whether the process is alive."""
-        return self._proc is not None and self._proc.poll() is None
+        """Whether the server is alive (also when its reaper was killed on its own; in a
+        forked child, the parent's server reads as not running)."""
+        spawned = self._spawned
+        if spawned is None or spawned.owner != os.getpid():
+            return False
+        return spawned.proc.poll() is None or spawned.orphan() is not None
 
     def log_text(self) -> str:
         """The server's log so far ('' before it started)."""
@@ -276,7 +404,7 @@ class LlamaServer:
                 *self.extra_args,
             ]  # fmt: skip
             with open(self.log_path, "wb") as log:
-                self._proc = _spawn(cmd, log)
+                self._spawned = _spawn(cmd, log)
             with _live_lock:
                 _live.add(self)
             try:
@@ -340,22 +468,24 @@ class LlamaServer:
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop the server (terminate, then kill after `timeout` seconds). Idempotent."""
-        proc, self._proc = self._proc, None
+        spawned, self._spawned = self._spawned, None
         with _live_lock:
             _live.discard(self)
-        if proc is None:
-            return
+        if spawned is None or spawned.owner != os.getpid():
+            return  # a forked child's copy: the server is its parent's
+        proc = spawned.proc
         try:
             if proc.poll() is None:
                 proc.terminate()  # the reaper passes it on and waits for the server
                 try:
                     proc.wait(timeout=timeout)
                 except subprocess.TimeoutExpired:
-                    _kill_group(proc)
+                    _kill_group(spawned)
                     proc.wait(timeout=timeout)
+            if spawned.reaped:  # a reaper killed on its own may leave the server behind
+                spawned.stop_orphan(timeout)
         finally:
-            if proc.stdin is not None:
-                proc.stdin.close()
+            spawned.close()
 
     def chat_model(self, **kwargs: Any) -> OpenAIChatModel:
         """An `OpenAIChatModel` talking to this server (keyword arguments are passed on).
