@@ -28,12 +28,20 @@ def parse_docstring(doc: str | None) -> ParsedDocstring:
     """Parse a Google, NumPy or Sphinx (reST) docstring, whichever style it is written in.
 
     The description is the summary paragraph(s) before the first section; parameter texts keep
-    their line breaks folded into single spaces. `name (type): text` entries work.
+    their line breaks folded into single spaces. `name (type): text` entries work. Never
+    raises: a style that cannot read the text gives way to the next, and a text none can
+    read is the description as it is (with no parameter texts).
     """
     if not doc or not doc.strip():
         return ParsedDocstring()
     cleaned = inspect.cleandoc(doc)
-    parsed = _parse(cleaned)
+    try:
+        return _read(_parse(cleaned))
+    except Exception:  # a docstring must never prevent declaring a tool
+        return ParsedDocstring(description=cleaned)
+
+
+def _read(parsed: docstring_parser.Docstring) -> ParsedDocstring:
     parts = [p for p in (parsed.short_description, parsed.long_description) if p]
     description = "\n\n".join(p.strip() for p in parts)
     params: dict[str, str] = {}
@@ -60,7 +68,11 @@ def _parse(text: str) -> docstring_parser.Docstring:
     if _OTHER_STYLES.search(text) is None:
         if _SECTION_TITLE.search(text) is None:
             return rest.parse(text)  # no style finds a section: AUTO picks reST's result
-        parsed = google.parse(text)
-        if parsed.meta:  # the others find nothing: Google wins
-            return parsed
+        try:
+            parsed = google.parse(text)
+        except docstring_parser.ParseError:
+            pass  # e.g. `Args:` over a bare `None`: AUTO tries the other styles
+        else:
+            if parsed.meta:  # the others find nothing: Google wins
+                return parsed
     return docstring_parser.parse(text, docstring_parser.DocstringStyle.AUTO)
