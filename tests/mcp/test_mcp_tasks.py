@@ -2,7 +2,8 @@
 TypeScript SDK's experimental tasks (tests/mcp/ts_task_server.mjs, over stdio): required
 tools listed and called, polling, status notifications, failed tasks, timeouts and caller
 cancellation (``tasks/cancel``), ``input_required`` answered by the elicitation hook,
-progress, and the ``task_calls`` policy for optional tools."""
+progress, and the ``task_calls`` policy for optional tools; deadlines against hostile servers
+(a flood of status notifications, a ``tasks/cancel`` never answered)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import asyncio
 import json
 import logging
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,8 @@ from toolweave import AiMessage
 from toolweave.chat.scripted import ScriptedChatModel
 from toolweave.context import ElicitationResult
 from toolweave.errors import ErrorCode, McpError, ToolTimeoutError
-from toolweave.mcp import McpClient, McpServerConfig, McpTimeoutError, SyncMcpClient
+from toolweave.mcp import McpClient, McpServerConfig, McpTimeoutError, SyncMcpClient, _tasks
+from toolweave.mcp._deadline import CallDeadline
 from toolweave.mcp.hooks import ElicitationRequest
 
 HERE = Path(__file__).resolve().parent
@@ -307,3 +310,87 @@ async def test_a_task_is_not_sent_again_when_the_http_session_is_lost(
         assert info.value.code == ErrorCode.MCP_CONNECTION_ERROR
         assert "not retried" in info.value.message
         assert await task_log(client) == []  # the new server never got the call
+
+
+# hostile servers (tests/servers/mcp_broken_server.py task-storm) ------------------------------
+def storm_config(**kw: Any) -> McpServerConfig:
+    return stdio_config(BROKEN, "task-storm", name="storm", **kw)
+
+
+async def tasks_seen(client: McpClient, count: int) -> list[str]:
+    """The task methods the storm server received, once it has `count` of them."""
+    for _ in range(200):
+        result = await client.call_tool("seen", {})
+        seen: list[str] = json.loads(result.content[0].text)  # type: ignore[union-attr]
+        if len(seen) >= count:
+            break
+        await asyncio.sleep(0.05)
+    return seen
+
+
+async def test_a_flood_of_status_notifications_does_not_stretch_the_deadline() -> None:
+    # Each call's task is flooded with notifications/tasks/status (working). On Python 3.11
+    # asyncio.wait_for (the wait for the next notification) returned a notification that
+    # raced the deadline's cancellation and dropped the cancellation: the call then ran
+    # until the caller's own outer timeout. Several calls at once, with deadlines apart, so
+    # the race is near certain before the fix.
+    timeouts = [1 + i / 4 for i in range(6)]
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(storm_config()) as client:
+        await client.list_tools()
+        started = time.monotonic()
+        async with asyncio.timeout(40):
+            outcomes = await asyncio.gather(
+                *(client.call_tool("storm", {}, timeout=t) for t in timeouts),
+                return_exceptions=True,
+            )
+        took = time.monotonic() - started
+        assert all(isinstance(o, McpTimeoutError) for o in outcomes), outcomes
+        assert took < 20  # generous: the longest deadline is 2.25 s, the outer limit 40 s
+        assert await tasks_seen(client, 6) == ["tasks/cancel"] * 6
+
+
+@pytest.mark.parametrize("deadline", ["call_timeout", "caller"])
+async def test_an_unanswered_tasks_cancel_does_not_delay_the_caller(
+    deadline: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server never answers tasks/cancel. The caller used to wait for that answer (up to
+    # the cancel's own bound, widened here to 60 s to make the wait plain); it is now sent
+    # in the background, and the client's close stops it: no task outlives the client.
+    monkeypatch.setattr(_tasks, "_CANCEL_TIMEOUT", 60.0)
+    client = McpClient(storm_config(call_timeout=1 if deadline == "call_timeout" else 120))
+    async with asyncio.timeout(TEST_TIMEOUT):
+        async with client:
+            await client.list_tools()
+            started = time.monotonic()
+            if deadline == "call_timeout":
+                with pytest.raises(McpTimeoutError, match="did not finish within 1 s"):
+                    await client.call_tool("deaf", {})
+            else:
+                with pytest.raises(TimeoutError):
+                    async with asyncio.timeout(1):
+                        await client.call_tool("deaf", {})
+            assert time.monotonic() - started < 20  # generous; the cancel's bound is 60 s
+            assert await tasks_seen(client, 1) == ["tasks/cancel"]
+            started = time.monotonic()
+        assert time.monotonic() - started < 20  # closing does not wait for the answer either
+    assert asyncio.all_tasks() == {asyncio.current_task()}
+
+
+async def test_a_deadline_holds_when_the_call_swallows_its_cancellation() -> None:
+    # What asyncio.wait_for on 3.11 can do to a deadline: the first cancellation is caught
+    # and dropped. The deadline cancels again until the call ends.
+    async def swallowing() -> str:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            pass
+        await asyncio.sleep(30)
+        return "too late"
+
+    deadline = CallDeadline(0.05)
+    started = time.monotonic()
+    with pytest.raises(asyncio.CancelledError):
+        await swallowing()
+    assert deadline.settle()  # the deadline's own cancellations, all taken back
+    assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
+    assert time.monotonic() - started < 10

@@ -11,9 +11,11 @@ A tool whose ``execution.taskSupport`` is ``"required"`` — or ``"optional"``, 
    sampling requests, which the client's hooks answer), ``tasks/result`` gives the
    ``CallToolResult``, which is handled like a plain call's.
 
-The call's timeout covers all of it; on expiry, or when the caller is cancelled, the server
-is sent ``tasks/cancel``. Progress the server reports under the call's progress token
-reaches the call's progress callback for the task's whole life.
+The call's timeout covers all of it, whatever the server sends meanwhile (a flood of status
+notifications included); on expiry, or when the caller is cancelled, the server is sent
+``tasks/cancel`` in the background, and the caller does not wait for its answer. Progress
+the server reports under the call's progress token reaches the call's progress callback for
+the task's whole life.
 
 Errors are raised as the SDK's (``MCPError``, ``pydantic.ValidationError``) so the caller
 translates them exactly as for a plain call; a task the server cancelled is an `McpError`.
@@ -32,6 +34,7 @@ from mcp.client.client import Client
 from mcp.shared.exceptions import MCPError
 
 from ..errors import ErrorCode, McpError
+from ._deadline import CallDeadline
 from ._session import ProgressCallback, is_session_lost
 from .config import McpServerConfig
 
@@ -58,19 +61,37 @@ class _Watch:
         self.running = False
         """Whether the task may still be running (a cancellation would mean something)."""
         self.notified: mcp_types.Task | None = None
-        self.changed = asyncio.Event()
+        self._waiter: asyncio.Future[None] | None = None
         self.reports: set[asyncio.Task[None]] = set()
 
+    def notify(self, task: mcp_types.Task) -> None:
+        """A status notification for the task: it ends a wait in progress."""
+        self.notified = task
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
     async def wait(self, seconds: float) -> mcp_types.Task | None:
-        """Wait up to `seconds` for a status notification; the notified task, if any."""
-        if not self.changed.is_set():
+        """Wait up to `seconds` for a status notification; the notified task, if any.
+
+        The call's task awaits a bare future (no ``asyncio.wait_for``, whose inner task
+        racing a cancellation on Python 3.11 can swallow the call's deadline)."""
+        if self.notified is None:
+            loop = asyncio.get_running_loop()
+            waiter = self._waiter = loop.create_future()
+            handle = loop.call_later(seconds, _release, waiter)
             try:
-                await asyncio.wait_for(self.changed.wait(), seconds)
-            except TimeoutError:
-                return None
-        self.changed.clear()
+                await waiter
+            finally:
+                handle.cancel()
+                self._waiter = None
         task, self.notified = self.notified, None
         return task
+
+
+def _release(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 class TaskCalls:
@@ -84,6 +105,7 @@ class TaskCalls:
         self._server_accepts = False
         self._by_task: dict[str, _Watch] = {}
         self._by_token: dict[str, _Watch] = {}
+        self._cancels: set[asyncio.Task[None]] = set()
 
     # which tools ----------------------------------------------------------------------------
     def record(self, tools: list[mcp_types.Tool], client: Client) -> None:
@@ -143,10 +165,10 @@ class TaskCalls:
             if watch is None:
                 return
             try:
-                watch.notified = mcp_types.Task.model_validate(params)
+                task = mcp_types.Task.model_validate(params)
             except pydantic.ValidationError:
                 return
-            watch.changed.set()
+            watch.notify(task)
         elif method == "notifications/progress":
             token = params.get("progressToken")
             watch = self._by_token.get(token) if isinstance(token, str) else None
@@ -175,44 +197,55 @@ class TaskCalls:
         timeout: float | None,
         progress: ProgressCallback | None = None,
     ) -> mcp_types.CallToolResult:
-        """Call `name` as a task and return its result; `timeout` covers the whole task."""
+        """Call `name` as a task and return its result; `timeout` covers the whole task.
+
+        On expiry, or when the caller is cancelled, ``tasks/cancel`` is sent in the
+        background (its answer is not waited for: the caller gets control back at once)."""
         watch = _Watch(progress)
         token = f"toolweave-task-{next(_tokens)}" if progress is not None else None
         if token is not None:
             self._by_token[token] = watch
-        deadline = asyncio.timeout(timeout)
+        deadline = CallDeadline(timeout) if timeout is not None else None
+        expired = False
+        cause: BaseException | None = None
         try:
-            async with deadline:
-                return await self._run(client, name, arguments, timeout, token, watch)
+            try:
+                result = await self._run(client, name, arguments, timeout, token, watch)
+            finally:
+                expired = deadline is not None and deadline.settle()
+            if not expired:
+                return result
         except MCPError as e:
-            if watch.task_id is not None and is_session_lost(e):
-                # The call ran (a task exists, or existed): it must not be sent again on a
-                # new session, as a plain call that never reached the server would be.
-                raise MCPError(
-                    code=mcp_types.CONNECTION_CLOSED,
-                    message=f"the server ended the session while task {watch.task_id} ran",
-                ) from e
-            raise
-        except TimeoutError:
-            if not deadline.expired():
+            if not expired:
+                if watch.task_id is not None and is_session_lost(e):
+                    # The call ran (a task exists, or existed): it must not be sent again on
+                    # a new session, as a plain call that never reached the server would be.
+                    raise MCPError(
+                        code=mcp_types.CONNECTION_CLOSED,
+                        message=f"the server ended the session while task {watch.task_id} ran",
+                    ) from e
                 raise
-            if watch.task_id is None:
-                raise MCPError(
-                    code=mcp_types.REQUEST_TIMEOUT,
-                    message=f"no task was created within {timeout or 0:g} s",
-                ) from None
-            await self._cancel(client, watch)
-            raise MCPError(
-                code=mcp_types.REQUEST_TIMEOUT,
-                message=f"the task did not finish within {timeout or 0:g} s; tasks/cancel was sent",
-            ) from None
+            cause = e
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as e:
+            if not expired:
+                raise
+            # Past the deadline whatever the call ended with (a cancellation swallowed
+            # below, then an error): the deadline is the answer.
+            cause = None if isinstance(e, asyncio.CancelledError) else e
         finally:
-            if watch.running:  # the caller was cancelled, or polling failed
-                await asyncio.shield(self._cancel(client, watch))
+            if watch.running:  # timed out, the caller was cancelled, or polling failed
+                await self._cancel_soon(client, watch)
             if token is not None:
                 self._by_token.pop(token, None)
             if watch.task_id is not None:
                 self._by_task.pop(watch.task_id, None)
+        if watch.task_id is None:
+            what = f"no task was created within {timeout or 0:g} s"
+        else:
+            what = f"the task did not finish within {timeout or 0:g} s; tasks/cancel was sent"
+        raise MCPError(code=mcp_types.REQUEST_TIMEOUT, message=what) from cause
 
     async def _run(
         self,
@@ -274,20 +307,43 @@ class TaskCalls:
             result = result.model_copy(update={"is_error": True, "content": result.content or said})
         return await _checked(client, name, result)
 
-    async def _cancel(self, client: Client, watch: _Watch) -> None:
+    async def _cancel_soon(self, client: Client, watch: _Watch) -> None:
+        """Send ``tasks/cancel`` for the watched task from a background job, bounded by
+        `_CANCEL_TIMEOUT`, without waiting for its answer; `aclose` stops the jobs still
+        waiting."""
         task_id, watch.running = watch.task_id, False
         if task_id is None:
             return
+        job = asyncio.get_running_loop().create_task(self._cancel(client, task_id))
+        self._cancels.add(job)
+        job.add_done_callback(self._cancels.discard)
+        # The two loop steps the SDK takes to hand a request to the transport (mcp 2.3.0:
+        # a checkpoint, then the send), so the cancel goes out before whatever the caller
+        # sends next. Never more: a wedged transport holds the job, not the caller.
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+
+    async def _cancel(self, client: Client, task_id: str) -> None:
         try:
-            await client.session.send_request(
-                mcp_types.CancelTaskRequest(
-                    params=mcp_types.CancelTaskRequestParams(task_id=task_id)
-                ),
-                mcp_types.CancelTaskResult,
-                request_read_timeout_seconds=_CANCEL_TIMEOUT,
-            )
+            async with asyncio.timeout(_CANCEL_TIMEOUT):  # the write too, not only the answer
+                await client.session.send_request(
+                    mcp_types.CancelTaskRequest(
+                        params=mcp_types.CancelTaskRequestParams(task_id=task_id)
+                    ),
+                    mcp_types.CancelTaskResult,
+                    request_read_timeout_seconds=_CANCEL_TIMEOUT,
+                )
         except Exception as e:  # already ended, or the connection is gone: nothing to stop
             log.debug("%s: tasks/cancel %s: %s", self.config.describe(), task_id, e)
+
+    async def aclose(self) -> None:
+        """Stop the ``tasks/cancel`` requests still waiting for an answer (the client
+        closes: nothing may outlive it)."""
+        jobs = list(self._cancels)
+        for job in jobs:
+            job.cancel()
+        if jobs:
+            await asyncio.wait(jobs, timeout=_CANCEL_TIMEOUT)
 
 
 def _server_accepts_tasks(client: Client) -> bool:

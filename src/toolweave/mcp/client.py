@@ -45,6 +45,7 @@ from .._utils.sync import in_sync_bridge
 from ..callbacks.events import ToolCallEvents as E
 from ..callbacks.framework import CallbackFramework, callback_framework
 from ..errors import ErrorCode, McpError, ToolTimeoutError
+from ._deadline import CallDeadline
 from ._errlog import errlog_file
 from ._listing import McpToolList, McpToolSource
 from ._loop import CallerLoop, Home, LoopThread
@@ -669,6 +670,7 @@ class _Core:
     async def _do_close(self) -> None:
         self.closed = True
         conn, self._conn = self._conn, None
+        await self.tasks.aclose()
         if conn is not None:
             await conn.close()
 
@@ -791,26 +793,21 @@ class _Core:
         """`call` within `timeout` seconds, else `McpTimeoutError`. One timer of our own,
         which also covers a write to a wedged transport (the SDK's starts after the write);
         cancelling the SDK's wait sends the server notifications/cancelled. A bare loop
-        timer: `asyncio.timeout` costs three times as much, on every call."""
-        task = asyncio.current_task()
-        assert task is not None
-        expired = False
-
-        def expire() -> None:
-            nonlocal expired
-            expired = True
-            task.cancel()
-
-        loop = asyncio.get_running_loop()
-        handle = loop.call_at(loop.time() + timeout, expire)
+        timer (`CallDeadline`), which keeps cancelling a call past its deadline: a result
+        that comes back after it (the cancellation swallowed) is dropped too."""
+        deadline = CallDeadline(timeout)
         try:
-            return await call
-        except asyncio.CancelledError:
-            if expired and task.uncancel() == 0:  # the deadline's cancellation alone
+            result = await call
+        except (KeyboardInterrupt, SystemExit):
+            deadline.settle()
+            raise
+        except BaseException:
+            if deadline.settle():  # the deadline's cancellation alone
                 raise self._timed_out(during, timeout) from None
             raise
-        finally:
-            handle.cancel()
+        if deadline.settle():
+            raise self._timed_out(during, timeout)
+        return result
 
     def _timed_out(
         self, during: str, timeout: float | None, cause: BaseException | None = None
