@@ -520,9 +520,17 @@ class RestfulApi(Tool):
                 url=url,
                 tool_name=self._api_card.name,
             )
+        shortest = len(forms[-1]) if forms else 0
+
+        def mask(text: str) -> str:  # a shorter text holds no form: most JSON strings are
+            return text if len(text) < shortest else _masked(text, forms)
+
         return {
             "code": status,
-            "data": parse_body(response.headers.get("content-type"), body),
+            # masked for a body echoing the request (an echo endpoint, a page printing it)
+            "data": parse_body(
+                response.headers.get("content-type"), body, mask=mask if forms else None
+            ),
             "url": url,
             "headers": {k: _masked(v, forms) for k, v in response.headers.items()},
             "reason": reason,
