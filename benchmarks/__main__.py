@@ -14,7 +14,12 @@ import time
 
 from ._harness import Row
 
-MODULES: list[str] = ["benchmarks.core", "benchmarks.loop", "benchmarks.stream_aggregation"]
+MODULES: list[str] = [
+    "benchmarks.core",
+    "benchmarks.loop",
+    "benchmarks.stream_aggregation",
+    "benchmarks.interop",
+]
 
 
 def _format_ns(ns: float) -> str:
