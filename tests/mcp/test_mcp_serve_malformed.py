@@ -1,6 +1,7 @@
 """`toolweave mcp serve` (stdio) answers malformed requests that carry an id with a JSON-RPC
-error instead of dropping them (issue #14, item 21); the session goes on. A real
-subprocess, raw lines on its stdin."""
+error instead of dropping them (issue #14, item 21), and a request over
+``--max-message-bytes`` unread (issue #27, item 15); the session goes on. A real subprocess,
+raw lines on its stdin (and HTTP bodies for the limit)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mcp_support import TOOLWEAVE
+from mcp_support import TOOLWEAVE, start_server
 
 from toolweave.mcp._stdio_guard import check_message
 
@@ -46,15 +48,22 @@ class Wire:
         return self.receive()
 
 
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")])}
+
+
 @pytest.fixture
 def wire() -> Iterator[Wire]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")])}
+    yield from serve_wire()
+
+
+def serve_wire(*options: str) -> Iterator[Wire]:
+    """`toolweave mcp serve` over stdio, initialized, closed and awaited at the end."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "toolweave", "mcp", "serve", TOOLWEAVE],
+        [sys.executable, "-m", "toolweave", "mcp", "serve", TOOLWEAVE, *options],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        env=env,
+        env=ENV,
     )
     w = Wire(proc)
     try:
@@ -155,3 +164,70 @@ def test_a_lone_surrogate_in_the_arguments_is_answered_as_u_fffd(wire: Wire) -> 
     called = wire.ask(line)
     assert called["id"] == 11, called
     assert called["result"]["content"][0]["text"] == "A\ufffdB \U0001f600"
+
+
+def peak_rss(pid: int) -> int:
+    """The process's peak resident set size in bytes (Linux: VmHWM)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM")
+
+
+def call_line(msg_id: int, text: str) -> str:
+    params = {"name": "shout", "arguments": {"text": text}}
+    return json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": "tools/call", "params": params})
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_a_request_line_over_the_limit_is_refused_unread(wire: Wire) -> None:
+    # One 150 MiB line took the server from 148 MB to 847 MB. Over max_message_bytes (4 MiB
+    # by default) it is skipped to its end, a chunk at a time, and answered with -32600
+    # naming the limit (the id from its first bytes); the session goes on.
+    before = peak_rss(wire.proc.pid)
+    wire.send(call_line(12, "x" * (150 * 1024 * 1024)))
+    answer = wire.receive()
+    assert answer["id"] == 12 and answer["error"]["code"] == -32600, str(answer)[:200]
+    assert "max_message_bytes" in answer["error"]["message"]
+    grown = peak_rss(wire.proc.pid) - before
+    assert grown < 64 * 1024 * 1024, grown  # generous: the line was 150 MiB
+    called = wire.ask(call_line(13, "still here"))
+    assert called["id"] == 13 and called["result"]["content"][0]["text"] == "STILL HERE"
+
+
+def test_max_message_bytes_is_an_option_of_mcp_serve() -> None:
+    for w in serve_wire("--max-message-bytes", "2000"):
+        accepted = w.ask(call_line(20, "y" * 1800))
+        assert accepted["result"]["content"][0]["text"] == "Y" * 1800
+        refused = w.ask(call_line(21, "y" * 2000))
+        assert refused["id"] == 21 and refused["error"]["code"] == -32600
+        assert "over 2000 bytes" in refused["error"]["message"]
+
+
+def test_max_message_bytes_caps_a_streamable_http_body() -> None:
+    # Over HTTP the SDK's body limit (413 before parsing) is set from the same option.
+    options = ["--transport", "http", "--max-message-bytes", "100000", "--port"]
+    server = start_server(
+        ["-m", "toolweave", "mcp", "serve", TOOLWEAVE, *options],
+        env={"PYTHONPATH": ENV["PYTHONPATH"]},
+    )
+    try:
+        url = f"http://127.0.0.1:{server.port}/mcp"
+        headers = {"accept": "application/json, text/event-stream"}
+        with httpx2.Client(timeout=WAIT) as http:
+            big = http.post(url, content=call_line(1, "z" * 200_000), headers=headers)
+            assert big.status_code == 413
+            init = {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "1"},
+                },
+            }
+            small = http.post(url, json=init, headers=headers)
+            assert small.status_code == 200
+    finally:
+        server.stop()

@@ -563,6 +563,14 @@ def mcp_serve(
     port: Annotated[int, typer.Option(help="HTTP port.")] = 8000,
     path: Annotated[str | None, typer.Option(help="HTTP path (/mcp or /sse by default).")] = None,
     name: Annotated[str, typer.Option(help="The server's name.")] = "toolweave",
+    max_message_bytes: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="The longest request a client may send (a stdio line, an HTTP body); "
+            "a longer one is refused unread.",
+        ),
+    ] = 4 * 1024 * 1024,
 ) -> None:
     """Serve the tools as an MCP server until stopped."""
     with _errors():
@@ -581,7 +589,16 @@ def mcp_serve(
             shown = f"[{host}]" if ":" in host else host
             err.print(f"[dim]MCP server {name!r} on http://{shown}:{port}{where} ({wire})[/]")
         with contextlib.suppress(KeyboardInterrupt):
-            serve_mcp(loaded, wire, host=host, port=port, path=path, name=name, features=features)  # type: ignore[arg-type]
+            serve_mcp(
+                loaded,
+                wire,  # type: ignore[arg-type]
+                host=host,
+                port=port,
+                path=path,
+                name=name,
+                features=features,
+                max_message_bytes=max_message_bytes,
+            )
 
 
 @app.command()

@@ -6,13 +6,14 @@ request with a string as `params`, an object as id or nesting deeper than the SD
 follows would wait forever. `checked_stdio_server` answers each such line itself, with the
 JSON-RPC error the specification names (-32700 parse error, -32600 invalid request), and
 hands only well-formed lines on to the SDK. A lone surrogate escape (`"\\ud800"`), which
-the SDK's parser refuses without an answer, reaches it as U+FFFD.
+the SDK's parser refuses without an answer, reaches it as U+FFFD. A line over
+`max_message_bytes` is not read into memory whole: it is skipped to its end and answered
+with -32600 (the id taken from its first bytes, if it is there), and the session goes on.
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import re
@@ -28,10 +29,16 @@ from mcp.shared.message import SessionMessage
 
 from .._utils.unicode import has_surrogate_escape, scrub_surrogates
 
-__all__ = ["check_message", "checked_stdio_server"]
+__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "check_message", "checked_stdio_server"]
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+"""The longest request a served client may send (a stdio line, an HTTP body): the SDK's
+own HTTP default, for every transport."""
+_ID_SCAN_BYTES = 4096
+"""How much of a refused line is looked at for its id."""
+_SKIP_CHUNK = 1024 * 1024
 MAX_DEPTH = 200
 """The deepest nesting (objects and arrays, the message itself counted) the SDK's parser
 accepts; deeper messages are answered here."""
@@ -136,8 +143,9 @@ def _reply(problem: Problem) -> SessionMessage:
 class _CheckedLines:
     """The wire's lines for the SDK's reader, minus the refused ones (answered instead)."""
 
-    def __init__(self, source: Any) -> None:
-        self._source = source
+    def __init__(self, wire: BinaryIO, max_message_bytes: int) -> None:
+        self._wire = wire
+        self._limit = max_message_bytes
         self._write: Any = None
         self._ready = anyio.Event()
 
@@ -148,26 +156,39 @@ class _CheckedLines:
     def __aiter__(self) -> _CheckedLines:
         return self
 
+    async def _readline(self, size: int) -> bytes:
+        return await anyio.to_thread.run_sync(self._wire.readline, size)
+
+    async def _too_long(self, head: bytes) -> Problem:
+        """Skip the rest of a line over the limit (a chunk at a time, never held whole)."""
+        chunk = head
+        while chunk and not chunk.endswith(b"\n"):
+            chunk = await self._readline(_SKIP_CHUNK)
+        text = head[:_ID_SCAN_BYTES].decode("utf-8", "replace")
+        return Problem(
+            INVALID_REQUEST,
+            f"Invalid request: a message over {self._limit} bytes (max_message_bytes); "
+            "it was dropped",
+            _top_level_id(text),
+        )
+
     async def __anext__(self) -> str:
         while True:
-            line = await self._source.readline()
-            if not line:
+            data = await self._readline(self._limit + 1)
+            if not data:
                 raise StopAsyncIteration
-            if not line.strip():
-                continue
-            problem = check_message(line)
-            if problem is None:
-                return _without_surrogates(str(line))
+            if len(data) > self._limit and not data.endswith(b"\n"):
+                problem = await self._too_long(data)
+            else:
+                line = data.decode("utf-8", "replace")
+                if not line.strip():
+                    continue
+                checked = check_message(line)
+                if checked is None:
+                    return _without_surrogates(line)
+                problem = checked
             await self._ready.wait()
             await self._write.send(_reply(problem))
-
-
-class _UnownedText(io.TextIOWrapper):
-    """A text layer whose close leaves the underlying buffer open (it is not ours)."""
-
-    def close(self) -> None:
-        with contextlib.suppress(ValueError):
-            self.detach()
 
 
 @contextlib.contextmanager
@@ -198,12 +219,13 @@ def _wire_stdin() -> Iterator[BinaryIO]:
 
 
 @contextlib.asynccontextmanager
-async def checked_stdio_server() -> AsyncIterator[tuple[Any, Any]]:
-    """`mcp.server.stdio.stdio_server()` with malformed requests answered (see the module)."""
+async def checked_stdio_server(
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+) -> AsyncIterator[tuple[Any, Any]]:
+    """`mcp.server.stdio.stdio_server()` with malformed requests, and lines over
+    `max_message_bytes`, answered (see the module)."""
     with _wire_stdin() as wire:
-        lines = _CheckedLines(
-            anyio.wrap_file(_UnownedText(wire, encoding="utf-8", errors="replace"))
-        )
+        lines = _CheckedLines(wire, max_message_bytes)
         async with stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type]
             lines.reply_with(write)
             yield read, write

@@ -50,6 +50,7 @@ from ..execution.requests import ToolExecutionRequest
 from ..execution.results import ToolExecutionResult
 from ..tools.approval import needs_approval
 from ..tools.base import Tool
+from ._stdio_guard import DEFAULT_MAX_MESSAGE_BYTES
 from .features import Feature, McpCompletion, McpPrompt, McpResource
 
 __all__ = ["McpTransport", "build_mcp_server", "serve_mcp", "serve_mcp_async"]
@@ -651,34 +652,41 @@ async def serve_mcp_async(
     name: str = "toolweave",
     log_level: str = "warning",
     features: Iterable[Feature] = (),
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
 ) -> None:
     """Serve `tools` (and `features`: resources, prompts, completions) until cancelled
     (stdio: until stdin closes).
 
     HTTP transports bind `host`:`port` (loopback by default, with the SDK's DNS-rebinding
     protection); `path` defaults to ``/mcp`` (streamable HTTP) or ``/sse`` (SSE, messages are
-    posted to ``/messages/``).
+    posted to ``/messages/``). A request longer than `max_message_bytes` (4 MiB by default)
+    is refused unread: over stdio with a JSON-RPC error -32600 (the session goes on), over
+    HTTP with status 413.
     """
+    if max_message_bytes <= 0:
+        raise ValueError("max_message_bytes must be a positive number of bytes")
     server = build_mcp_server(tools, name=name, features=features)
     if transport == "stdio":
         from ._stdio_guard import checked_stdio_server
 
-        async with checked_stdio_server() as (read, write):
+        async with checked_stdio_server(max_message_bytes) as (read, write):
             await server.run(read, write, server.create_initialization_options())
         return
     import uvicorn
 
     if transport == "streamable-http":
-        app: Any = server.streamable_http_app(streamable_http_path=path or "/mcp", host=host)
+        app: Any = server.streamable_http_app(
+            streamable_http_path=path or "/mcp", host=host, max_request_body_size=max_message_bytes
+        )
     elif transport == "sse":
-        app = _sse_app(server, path or "/sse", host)
+        app = _sse_app(server, path or "/sse", host, max_message_bytes)
     else:
         raise ValueError(f"unknown MCP transport {transport!r}: use stdio, streamable-http or sse")
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
     await uvicorn.Server(config).serve()
 
 
-def _sse_app(server: Server[Any], sse_path: str, host: str) -> Any:
+def _sse_app(server: Server[Any], sse_path: str, host: str, max_message_bytes: int) -> Any:
     from mcp.server.sse import SseServerTransport
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.applications import Starlette
@@ -693,7 +701,9 @@ def _sse_app(server: Server[Any], sse_path: str, host: str) -> Any:
             allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
             allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
         )
-    sse = SseServerTransport("/messages/", security_settings=security)
+    sse = SseServerTransport(
+        "/messages/", security_settings=security, max_request_body_size=max_message_bytes
+    )
 
     async def endpoint(request: Request) -> Response:
         async with sse.connect_sse(request.scope, request.receive, request._send) as (read, write):
@@ -718,6 +728,7 @@ def serve_mcp(
     name: str = "toolweave",
     log_level: str = "warning",
     features: Iterable[Feature] = (),
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
 ) -> None:
     """Serve `tools` as an MCP server, blocking (see `serve_mcp_async`)."""
     tool_list = list(tools)
@@ -733,6 +744,7 @@ def serve_mcp(
             name=name,
             log_level=log_level,
             features=feature_list,
+            max_message_bytes=max_message_bytes,
         )
 
     anyio.run(main)
