@@ -12,6 +12,7 @@ import mcp_types
 import pydantic
 import pytest
 from mcp.client.client import Client
+from mcp.server.mcpserver import ResourceSecurity
 from mcp_support import TEST_TIMEOUT
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
@@ -292,3 +293,45 @@ async def test_resources_templates_prompts_and_completion() -> None:
             {"name": "language", "value": "p"},
         )
         assert done.completion.values == ["python", "perl"]
+
+
+# resource templates refuse path escapes by default (issue #27, item 14) ----------------------
+def path_server(read: list[str]) -> Any:
+    @resource("files://{path}")
+    def files(path: str) -> str:
+        read.append(path)
+        return f"file {path}"
+
+    @resource("git://diff/{range}", security=ResourceSecurity(exempt_params={"range"}))
+    def diff(range: str) -> str:
+        read.append(range)
+        return f"diff {range}"
+
+    return build_mcp_server([], features=[files, diff])
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "files://..%2F..%2Fetc%2Fpasswd",  # decoded: ../../etc/passwd
+        "files://%2Fetc%2Fpasswd",  # an absolute path
+        "files://a%00b",  # NUL
+        "files://..%5C..%5Cwindows%5Cwin.ini",  # backslashes
+        "files://C%3A%5Cboot.ini",  # a drive
+        "files://%2E%2E",
+    ],
+)
+async def test_a_template_refuses_path_escapes_by_default(uri: str) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    read: list[str] = []
+    async with asyncio.timeout(TEST_TIMEOUT), Client(path_server(read), mode="legacy") as client:
+        with pytest.raises(MCPError, match="not found") as info:
+            await client.read_resource(uri)
+        assert info.value.code == -32002
+        assert read == []  # the function never saw the value
+        ok = (await client.read_resource("files://notes%2Ftodo.txt")).contents[0]
+        assert ok.text == "file notes/todo.txt"  # type: ignore[union-attr]
+        # a template that opted out receives such values, decoded
+        got = (await client.read_resource("git://diff/..%2F..%2Fetc")).contents[0]
+        assert got.text == "diff ../../etc"  # type: ignore[union-attr]

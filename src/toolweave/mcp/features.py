@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, overload
 
 import mcp_types
+from mcp.server.mcpserver import DEFAULT_RESOURCE_SECURITY, ResourceSecurity
 from mcp.shared.exceptions import MCPError
 
 from ._secrets import masked_reason
@@ -81,7 +82,14 @@ def _doc(func: Callable[..., Any]) -> str:
 @dataclass(frozen=True)
 class McpResource:
     """A resource (a fixed `uri`) or a resource template (`uri` with ``{variables}``, which
-    become the function's keyword arguments)."""
+    become the function's keyword arguments).
+
+    A template's variables are checked as the SDK's own server checks them (its
+    ``ResourceSecurity``): by default a value that is a path escaping upwards (``..`` as a
+    segment), an absolute path (``/etc``, ``C:\\``, ``\\\\server``) or holds NUL is refused,
+    however it was encoded (``%2F``, ``%5C``, ``%00``), and the function is not called; the
+    client is answered "Resource not found". Pass ``security=ResourceSecurity(...)`` to opt
+    a template (or some of its variables, ``exempt_params``) out."""
 
     uri: str
     func: Callable[..., Any]
@@ -89,6 +97,9 @@ class McpResource:
     title: str | None = None
     description: str | None = None
     mime_type: str | None = None
+    security: ResourceSecurity = DEFAULT_RESOURCE_SECURITY
+    """The checks of a template's variables (the SDK's policy; refuses path escapes by
+    default)."""
 
     @property
     def is_template(self) -> bool:
@@ -142,8 +153,10 @@ def resource(
     title: str | None = None,
     description: str | None = None,
     mime_type: str | None = None,
+    security: ResourceSecurity = DEFAULT_RESOURCE_SECURITY,
 ) -> Callable[[Callable[..., Any]], McpResource]:
-    """Declare a resource (or, when `uri` has ``{variables}``, a resource template)."""
+    """Declare a resource (or, when `uri` has ``{variables}``, a resource template);
+    `security` checks a template's variables (see `McpResource`)."""
 
     def wrap(func: Callable[..., Any]) -> McpResource:
         return McpResource(
@@ -153,6 +166,7 @@ def resource(
             title=title,
             description=description if description is not None else (_doc(func) or None),
             mime_type=mime_type,
+            security=security,
         )
 
     return wrap

@@ -481,9 +481,21 @@ class _Features:
         if found is None:
             for template, candidate in self.templates:
                 match = template.match(uri)
-                if match is not None:
-                    found, variables = candidate, dict(match)
+                if match is None:
+                    continue
+                refused = candidate.security.validate(match)
+                if refused is not None:
+                    # The first matching template decides (as in the SDK's server): a later,
+                    # looser one must not take a value this one refused.
+                    log.info(
+                        "resource template %r: the value of %r failed its path checks "
+                        "(ResourceSecurity); answered as not found",
+                        candidate.uri,
+                        refused,
+                    )
                     break
+                found, variables = candidate, dict(match)
+                break
         if found is None:
             raise MCPError(-32002, f"Resource not found: {uri}")
         value = await found.read(**variables)
