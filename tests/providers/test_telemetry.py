@@ -9,6 +9,7 @@ import asyncio
 import json
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from opentelemetry import trace
@@ -321,3 +322,113 @@ def _sse(rid: str) -> list[str]:
         "choices": [{"index": 0, "delta": {"content": "yo"}, "finish_reason": "stop"}],
     }
     return [f"data: {json.dumps(chunk)}\n\n", "data: [DONE]\n\n"]
+
+
+# the model's own credentials, whatever the provider ------------------------------------------
+AZURE_KEY = "3f9c2b7e8d1a4c6f9e0b2d4a6c8e0f13"
+ENTRA_TOKEN = "eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzI1NiJ9.eyJhdWQiOiJjb2duaXRpdmUifQ.c2lnbmF0dXJl"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
+AWS_SESSION = "IQoJb3JpZ2luX2VjEXAMPLEtemporarySessionTokenFromTheChain0123"
+BEDROCK_KEY = "ABSKQmVkcm9ja0FQSUtleS1leGFtcGxlLWtleQ"
+
+
+def _leaky(credential: str) -> Any:
+    @tool
+    def read_config() -> str:
+        """Read the deployment's configuration."""
+        # free text no credential pattern matches: only the model knows it is a secret
+        return f"deployment settings: {credential} (and also {quote(credential, safe='')})"
+
+    return read_config
+
+
+def _azure_model(server: ProviderServer, how: str) -> tuple[Any, str]:
+    from toolweave.providers import AzureOpenAIChatModel
+
+    if how == "api-key":
+        return AzureOpenAIChatModel("gpt-4o", endpoint=server.url, api_key=AZURE_KEY), AZURE_KEY
+    tokens = iter([ENTRA_TOKEN, ENTRA_TOKEN + "-refreshed"])
+    model = AzureOpenAIChatModel("gpt-4o", endpoint=server.url, token_provider=lambda: next(tokens))
+    return model, ENTRA_TOKEN
+
+
+def _bedrock_model(
+    server: ProviderServer, how: str, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Any, str]:
+    from toolweave.providers import BedrockChatModel
+
+    region, name = "us-east-1", "anthropic.claude-3-5-sonnet-20241022-v2:0"
+    if how == "api-key":
+        model = BedrockChatModel(name, region=region, api_key=BEDROCK_KEY, base_url=server.url)
+        return model, BEDROCK_KEY
+    if how == "sigv4-secret":
+        model = BedrockChatModel(
+            name,
+            region=region,
+            aws_access_key_id="AKIDEXAMPLE",
+            aws_secret_access_key=AWS_SECRET,
+            base_url=server.url,
+        )
+        return model, AWS_SECRET
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "ASIAEXAMPLETEMPORARY")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", AWS_SECRET + "-temp")
+    monkeypatch.setenv("AWS_SESSION_TOKEN", AWS_SESSION)
+    monkeypatch.delenv("AWS_BEARER_TOKEN_BEDROCK", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    return BedrockChatModel(name, region=region, base_url=server.url), AWS_SESSION
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "azure-api-key",
+        "azure-entra-token",
+        "bedrock-sigv4-secret",
+        "bedrock-session-token",
+        "bedrock-api-key",
+    ],
+)
+def test_content_capture_masks_the_models_own_credentials_for_every_provider(
+    spans: InMemorySpanExporter,
+    server: ProviderServer,
+    monkeypatch: pytest.MonkeyPatch,
+    case: str,
+) -> None:
+    """A tool result holding the model's own credential (Azure's api-key or Entra token,
+    Bedrock's SigV4 secret, session token from the chain, or API key) is masked in the chat
+    span's `gen_ai.input.messages` and the tool span's `gen_ai.tool.call.result`, as the
+    OpenAI key is: every model exposes what it holds as `secrets`, read when content is
+    recorded (so tokens fetched later count)."""
+    from .test_bedrock import converse
+
+    set_content_capture(True)
+    provider, how = case.split("-", 1)
+    if provider == "azure":
+        model, credential = _azure_model(server, how)
+        call = {**LOGIN_CALL, "tool_calls": [{**LOGIN_CALL["tool_calls"][0]}]}
+        call["tool_calls"][0]["function"] = {"name": "read_config", "arguments": "{}"}
+        server.enqueue(
+            _completion("r1", call, "tool_calls", (5, 5)),
+            _completion("r2", {"role": "assistant", "content": "Done."}, "stop", (5, 5)),
+        )
+    else:
+        model, credential = _bedrock_model(server, how, monkeypatch)
+        use = {"toolUse": {"toolUseId": "t1", "name": "read_config", "input": {}}}
+        server.enqueue(
+            {"json": converse([use], "tool_use")},
+            {"json": converse([{"text": "Done."}], "end_turn")},
+        )
+    with model:
+        result = ToolService().tools(_leaky(credential)).chat(model, None, "what is deployed?")
+    assert result.text == "Done." and credential in result.tool_executions[0].result_text
+    named = _by_name(spans)
+    chats = sorted(
+        (s for name, group in named.items() if name.startswith("chat") for s in group),
+        key=lambda s: s.start_time or 0,
+    )
+    inputs = chats[1].attributes[GA.GEN_AI_INPUT_MESSAGES]
+    (tool_span,) = named["execute_tool read_config"]
+    outcome = tool_span.attributes[GA.GEN_AI_TOOL_CALL_RESULT]
+    for text in (inputs, outcome, _all_attribute_text(spans)):
+        assert credential not in text and quote(credential, safe="") not in text
+    assert "deployment settings: ***" in outcome and "deployment settings: ***" in inputs

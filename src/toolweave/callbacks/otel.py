@@ -4,17 +4,23 @@ installed and a tracer provider is configured; otherwise nothing happens and not
 Content (messages, tool arguments and results) is recorded only when opted in, as the
 conventions ask: `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` (or `SPAN_ONLY`,
 `SPAN_AND_EVENT`), or `set_content_capture(True)`. Captured content is masked first
-(`mask_secrets`): values under credential-like keys and credential-shaped text become `***`.
+(`mask_secrets`): values under credential-like keys and credential-shaped text become `***`,
+and so do the credentials of every live model (`mask_credentials_of`: each model exposes
+what it holds as `secrets`, read at each recording, so tokens fetched later count too).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
+import threading
+import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 try:  # the `otel` extra
     from opentelemetry import trace as _trace
@@ -32,6 +38,7 @@ __all__ = [
     "content_capture_enabled",
     "content_json",
     "current",
+    "mask_credentials_of",
     "mask_secrets",
     "record_error",
     "record_tool_content",
@@ -138,8 +145,50 @@ _SECRET_TEXT = (
         r"\1\2***",
     ),
     (re.compile(r"\b(sk|pk|rk|ghp|gho|ghs|xox[abpr])([-_])[A-Za-z0-9_-]{10,}"), r"\1\2***"),
-    (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), "AKIA***"),
+    (re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"), r"\1***"),
 )
+
+_SOURCES: weakref.WeakSet[Any] = weakref.WeakSet()
+_SOURCES_LOCK = threading.Lock()
+
+
+def mask_credentials_of(source: Any) -> None:
+    """Mask what `source` holds (its `secrets`: an iterable of str, read each time content
+    is recorded) in all captured content, tool spans included, for as long as `source`
+    lives. Every HTTP chat model registers itself: its key, credential-like headers, the
+    latest token of a token provider, AWS credentials from the chain and their refreshes."""
+    with _SOURCES_LOCK:
+        _SOURCES.add(source)
+
+
+def _held_secrets() -> tuple[str, ...]:
+    with _SOURCES_LOCK:
+        sources = list(_SOURCES)
+    out: list[str] = []
+    for source in sources:
+        try:
+            held = tuple(source.secrets)
+        except Exception:  # (a source that cannot tell is skipped, not a failed span)
+            continue
+        out.extend(h for h in held if isinstance(h, str))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=256)
+def secret_forms(secret: str) -> tuple[str, ...]:
+    """The ways `secret` may show up in text: as is, JSON-escaped (also with `\\/` for
+    `/`), percent-encoded; longest first, so no form leaves a piece of a longer one. Forms
+    shorter than 4 characters are left out (they would mask common words)."""
+    escaped = json.dumps(secret)[1:-1]
+    forms = {
+        secret,
+        escaped,
+        escaped.replace("/", "\\/"),
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        quote(secret, safe=""),
+        quote_plus(secret),
+    }
+    return tuple(sorted((f for f in forms if len(f) >= 4), key=len, reverse=True))
 
 
 def _secret_key(key: Any) -> bool:
@@ -151,27 +200,38 @@ def _secret_key(key: Any) -> bool:
     )
 
 
-def mask_secrets(value: Any, secrets: Iterable[str] = (), _depth: int = 0) -> Any:
+def mask_secrets(value: Any, secrets: Iterable[str] = ()) -> Any:
     """A copy of `value` (JSON-like data or text) fit for telemetry: values under
     credential-like keys (`password`, `api_key`, `token`, `Authorization`, ...), bearer
-    tokens, `key=value` credentials, `sk-...` style keys and the given `secrets` become
+    tokens, `key=value` credentials, `sk-...` style keys, the given `secrets` and those of
+    every live model (`mask_credentials_of`), raw, JSON-escaped or percent-encoded, become
     `***`."""
-    if _depth > 32:
+    known = dict.fromkeys(
+        form
+        for secret in (*secrets, *_held_secrets())
+        if isinstance(secret, str) and secret
+        for form in secret_forms(secret)
+    )
+    return _mask(value, tuple(sorted(known, key=len, reverse=True)), 0)
+
+
+def _mask(value: Any, forms: tuple[str, ...], depth: int) -> Any:
+    if depth > 32:
         return "***"
     if isinstance(value, str):
-        for known in secrets:
-            if known:
-                value = value.replace(known, "***")
+        for form in forms:
+            if form in value:
+                value = value.replace(form, "***")
         for pattern, replacement in _SECRET_TEXT:
             value = pattern.sub(replacement, value)
         return value
     if isinstance(value, Mapping):
         return {
-            str(k): "***" if _secret_key(k) else mask_secrets(v, secrets, _depth + 1)
+            str(k): "***" if _secret_key(k) else _mask(v, forms, depth + 1)
             for k, v in value.items()
         }
     if isinstance(value, (list, tuple)):
-        return [mask_secrets(v, secrets, _depth + 1) for v in value]
+        return [_mask(v, forms, depth + 1) for v in value]
     return value
 
 

@@ -3,7 +3,8 @@ loop (`invoke_agent`, parent of its model calls and `execute_tool` spans).
 
 Everything here is a no-op returning `None` unless tracing is enabled
 (`callbacks.otel.tracing_enabled`). Content (messages) is recorded only when content capture
-is on, masked (`callbacks.otel.mask_secrets`, plus the model's own API key).
+is on, masked (`callbacks.otel.mask_secrets`, plus the credentials the model holds: its
+`secrets`, the one rule for every provider).
 """
 
 from __future__ import annotations
@@ -76,8 +77,12 @@ def _server(model: Any) -> tuple[str | None, int | None]:
 
 
 def _secrets(model: Any) -> tuple[str, ...]:
-    key = getattr(model, "_api_key", None)
-    return (key,) if isinstance(key, str) and key else ()
+    """What `model` says it holds (`secrets`: keys, tokens, credentials), for masking."""
+    try:
+        held = getattr(model, "secrets", None) or ()
+        return tuple(s for s in held if isinstance(s, str) and s)
+    except Exception:  # a model that cannot tell: the patterns still apply
+        return ()
 
 
 def _set(s: Any, attributes: Mapping[str, Any]) -> None:

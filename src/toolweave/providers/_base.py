@@ -13,7 +13,7 @@ from typing import Any, Literal, Protocol, Self
 
 import httpx2
 
-from ..callbacks.otel import current
+from ..callbacks.otel import current, mask_credentials_of
 from ..chat.events import PartialToolCall, StreamEvent
 from ..chat.model import BaseChatModel
 from ..chat.request import ChatRequest, ChatRequestParameters
@@ -252,6 +252,14 @@ class HttpChatModel(BaseChatModel):
             error_hook=self._error_class,
             max_response_bytes=max_response_bytes,
         )
+        mask_credentials_of(self)  # in captured span content, tool spans included
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The credentials this model holds, for masking (errors, logs, span content): its
+        key, credential-like headers, and the latest tokens or temporary credentials
+        fetched since (a token provider's, AWS's chain and refreshes)."""
+        return self._http.secrets
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"

@@ -42,12 +42,12 @@ import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any
-from urllib.parse import quote, quote_plus
 
 import httpx2
 
 from .._utils.jsondepth import MAX_JSON_DEPTH, nested_deeper_than
 from .._utils.unicode import SURROGATE, has_surrogate_escape, scrub_surrogates
+from ..callbacks.otel import secret_forms as _secret_forms
 from ..errors import AuthenticationError, ErrorCode, ProviderError, RateLimitError
 from ._sse import EventDecoder, SSEDecoder, SSEEvent, SSEEventTooLarge
 
@@ -134,21 +134,6 @@ def encode_json(body: Any) -> bytes:
 
 
 @functools.lru_cache(maxsize=256)
-def _secret_forms(secret: str) -> tuple[str, ...]:
-    """The ways a server may echo `secret`: as is, JSON-escaped (also with `\\/` for `/`),
-    percent-encoded; longest first, so no form leaves a piece of a longer one."""
-    escaped = json.dumps(secret)[1:-1]
-    forms = {
-        secret,
-        escaped,
-        escaped.replace("/", "\\/"),
-        json.dumps(secret, ensure_ascii=False)[1:-1],
-        quote(secret, safe=""),
-        quote_plus(secret),
-    }
-    return tuple(sorted((f for f in forms if len(f) >= 4), key=len, reverse=True))
-
-
 def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
     """`text` with the given secrets (raw, JSON-escaped or percent-encoded) and anything that
     looks like a credential masked."""
@@ -378,6 +363,12 @@ class HttpTransport:
         if secret and secret not in self._secrets:
             self._secrets = (*self._secrets, secret)
             _PROVIDER_SECRETS_IN_LOGS.add((secret,))
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """What this transport masks: the key, credential-like header values, and the
+        latest tokens and credentials added since (`add_secret`)."""
+        return self._secrets
 
     def remove_secret(self, secret: str) -> None:
         """Stop masking `secret` (a short-lived token replaced by newer ones: the list of

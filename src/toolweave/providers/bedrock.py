@@ -176,6 +176,16 @@ class _Signer:
         it may block), and its attempts are signed with the result."""
         self.resolve()
         self._frozen = self._credentials.get_frozen_credentials()
+        self._mask(self._frozen)  # masked from the moment they are fetched
+
+    def _mask(self, frozen: Any) -> None:
+        """Mask the secret key and session token of `frozen` (the latest few are kept)."""
+        for secret in (frozen.secret_key, frozen.token):
+            if secret and secret not in self._masked:
+                self._transport.add_secret(secret)
+                self._masked.append(secret)
+                if len(self._masked) > _SECRETS_MASKED:
+                    self._transport.remove_secret(self._masked.pop(0))
 
     def sign(self, request: httpx2.Request) -> None:
         from botocore.auth import SigV4Auth
@@ -185,12 +195,7 @@ class _Signer:
         frozen = self._frozen  # taken when the request started (off the loop if async)
         if frozen is None:
             frozen = self._credentials.get_frozen_credentials()
-        for secret in (frozen.secret_key, frozen.token):
-            if secret and secret not in self._masked:
-                self._transport.add_secret(secret)
-                self._masked.append(secret)
-                if len(self._masked) > _SECRETS_MASKED:
-                    self._transport.remove_secret(self._masked.pop(0))
+        self._mask(frozen)
         aws = AWSRequest(
             method=request.method,
             url=str(request.url),

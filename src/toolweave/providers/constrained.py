@@ -688,6 +688,12 @@ class ConstrainedChatModel:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.inner!r}, tool_calling={self.tool_calling!r})"
 
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The credentials the wrapped model holds (its `secrets`), for masking."""
+        held = getattr(self.inner, "secrets", ())
+        return tuple(s for s in held if isinstance(s, str)) if held else ()
+
     def plan(self, request: ChatRequest) -> ConstrainedPlan | None:
         """What the reply to `request` may contain, or None when it goes to the model as it
         is (no tools involved, or "auto" found that native tool calls work)."""
