@@ -7,7 +7,11 @@ sse_limits (streams up to twice the event size limit through the limited decoder
 SSE providers' parsers, with a time budget per input), eventstream (AWS event-stream frames,
 well-formed or corrupted, through the limited frame decoder and Bedrock's parser),
 repair (arguments amplified up to the 4 MiB limit, with a time budget per input), openapi
-(OpenAPI import of arbitrary text, dicts and generated $ref bombs, with a time budget).
+(OpenAPI import of arbitrary text, dicts and generated $ref bombs, with a time budget),
+constrained (constrained replies from hostile pieces: bad escapes, lone surrogates, more
+calls than the cap, tools outside the plan; chat and stream faces agree and the plan holds),
+responses (Responses streams whose final object lists the calls in another order or without
+their ids: each call announced once) (tests/fuzz/provider_shapes.py).
 Anything but the documented typed errors is a crash.
 """
 
@@ -21,6 +25,7 @@ import atheris
 
 with atheris.instrument_imports(include=["toolweave"]):
     import hardening
+    import provider_shapes
     from sse_invariant import (
         LIMIT,
         MAX_INPUT,
@@ -228,6 +233,20 @@ def fuzz_eventstream(data: bytes) -> None:
     check_event_stream(bytes(stream[i : i + step]) for i in range(0, len(stream), step))
 
 
+def fuzz_constrained(data: bytes) -> None:
+    """A constrained reply assembled from hostile pieces and cut into stream chunks, under
+    three plans: only ProviderError 183004, the same from chat and stream, the plan held
+    (tests/fuzz/provider_shapes.py)."""
+    provider_shapes.check_constrained_reply(*provider_shapes.constrained_from_bytes(data))
+
+
+def fuzz_responses(data: bytes) -> None:
+    """Function calls streamed with or without ids, listed by response.completed in any
+    order with ids dropped: each call completed once, the final calls the announced ones
+    (tests/fuzz/provider_shapes.py)."""
+    provider_shapes.check_responses_stream(*provider_shapes.responses_from_bytes(data))
+
+
 TARGETS = {
     "arguments": fuzz_arguments,
     "dialects": fuzz_dialects,
@@ -236,6 +255,8 @@ TARGETS = {
     "repair": fuzz_repair,
     "openapi": fuzz_openapi,
     "eventstream": fuzz_eventstream,
+    "constrained": fuzz_constrained,
+    "responses": fuzz_responses,
 }
 
 

@@ -24,7 +24,18 @@ MAX_LEN = {"repair": ["-max_len=70000"], "openapi": ["-max_len=70000"]}
 
 
 @pytest.mark.parametrize(
-    "target", ["arguments", "dialects", "sse", "sse_limits", "repair", "openapi", "eventstream"]
+    "target",
+    [
+        "arguments",
+        "dialects",
+        "sse",
+        "sse_limits",
+        "repair",
+        "openapi",
+        "eventstream",
+        "constrained",
+        "responses",
+    ],
 )
 def test_fuzz_target_survives(target: str, tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
