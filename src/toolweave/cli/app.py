@@ -37,6 +37,7 @@ from ._load import CliError, load_tools, loaded_module
 from ._models import open_model, pick_provider
 from ._render import render_stream, result_display
 from ._safe import TerminalStream, markup_safe, terminal_safe
+from .web import add_web_command
 
 __all__ = ["app", "main"]
 
@@ -645,6 +646,9 @@ def demo(
             )
             if not result.tool_executions:
                 raise CliError("the model answered without calling get_weather")
+
+
+add_web_command(app, errors=_errors, connect_mcp=_connect_mcp, tools_help=TOOLS_HELP)
 
 
 def main() -> None:
