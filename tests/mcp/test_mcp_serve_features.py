@@ -59,6 +59,35 @@ def totals() -> Totals:
     return {"count": 3}
 
 
+class Stats(pydantic.BaseModel):
+    key: str
+    hits: int
+
+
+@tool
+def stats(key: str) -> Stats:
+    """Declared to return Stats; returns something else (pydantic only warns about it)."""
+    return {"nope": key}  # type: ignore[return-value]
+
+
+@tool
+def stats_as_dict(key: str) -> Stats:
+    """A dict that fits the schema, for a model: clients accept it, so it is sent."""
+    return {"key": key, "hits": 2}  # type: ignore[return-value]
+
+
+@tool
+def counted() -> Totals:
+    """A TypedDict's value without its key (pydantic's dump silently drops the rest)."""
+    return {"nope": 1}  # type: ignore[typeddict-unknown-key]
+
+
+@tool
+def ratio() -> dict[str, float]:
+    """NaN is null on the wire, not a number."""
+    return {"r": float("nan")}
+
+
 @tool
 def plain(n: int) -> int:
     """Not an object: no outputSchema."""
@@ -140,7 +169,21 @@ def languages(value: str) -> list[str]:
     return [x for x in ("python", "perl", "rust") if x.startswith(value)]
 
 
-TOOLS = [weather, point, totals, plain, sound, busy, busy_sync, ask_model, ask_user]
+TOOLS = [
+    weather,
+    point,
+    totals,
+    stats,
+    stats_as_dict,
+    counted,
+    ratio,
+    plain,
+    sound,
+    busy,
+    busy_sync,
+    ask_model,
+    ask_user,
+]
 FEATURES = [readme, logo, profile, review, show_picture, languages]
 
 
@@ -165,6 +208,27 @@ async def test_typed_returns_publish_output_schema_and_structured_content() -> N
         assert (await client.call_tool("point", {})).structured_content == {"x": 1, "y": 2}
         assert (await client.call_tool("totals", {})).structured_content == {"count": 3}
         assert (await client.call_tool("plain", {"n": 4})).structured_content is None
+
+
+async def test_a_value_that_breaks_the_published_output_schema_is_an_error_result() -> None:
+    """The SDK client refuses a whole result whose structuredContent breaks the tool's
+    outputSchema (text included); the server answers isError, saying what broke."""
+    async with asyncio.timeout(TEST_TIMEOUT), Client(server(), mode="legacy") as client:
+        await client.list_tools()  # the client validates against the listed schemas
+        for name, args, why in [
+            ("stats", {"key": "k"}, "'key' is a required property"),
+            ("counted", {}, "'count' is a required property"),
+            ("ratio", {}, "r: nan is not of type 'number'"),
+        ]:
+            result = await client.call_tool(name, args)
+            assert result.is_error, name
+            assert result.structured_content is None
+            text = result.content[0].text  # type: ignore[union-attr]
+            assert f"The tool {name!r} broke its declared output type" in text, text
+            assert why in text, text
+        assert "type Stats" in (await client.call_tool("stats", {"key": "k"})).content[0].text  # type: ignore[union-attr]
+        fits = await client.call_tool("stats_as_dict", {"key": "k"})
+        assert not fits.is_error and fits.structured_content == {"key": "k", "hits": 2}
 
 
 async def test_audio_content() -> None:

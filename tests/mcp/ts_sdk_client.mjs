@@ -15,5 +15,11 @@ const counted = await client.callTool(
   { onprogress: (p) => progress.push(p.progress) },
 );
 const failed = await client.callTool({ name: "weather", arguments: {} });
-console.log(JSON.stringify({ tools, weather, counted, progress, failed, server: client.getServerVersion() }));
+// A tool whose value breaks its outputSchema: the client must be able to accept the result.
+const broken = await client
+  .callTool({ name: "stats", arguments: { key: "k" } })
+  .catch((e) => ({ thrown: String(e) }));
+console.log(
+  JSON.stringify({ tools, weather, counted, progress, failed, broken, server: client.getServerVersion() }),
+);
 await client.close();

@@ -19,6 +19,17 @@ def weather(city: str) -> Weather:
     return Weather(city=city, celsius=21.5)
 
 
+class Stats(pydantic.BaseModel):
+    key: str
+    hits: int
+
+
+@tool
+def stats(key: str) -> Stats:
+    """Declared to return Stats; returns something else (a served tool's bug)."""
+    return {"nope": key}  # type: ignore[return-value]
+
+
 @tool
 async def count(to: int, ctx: ToolContext) -> str:
     """Count, reporting progress."""

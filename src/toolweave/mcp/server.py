@@ -22,6 +22,7 @@ import base64
 import dataclasses
 import json
 import logging
+import math
 import typing
 import warnings
 from collections.abc import Iterable, Mapping
@@ -100,12 +101,42 @@ def _is_object_type(tp: Any) -> bool:
     return False
 
 
+class _BrokenOutput(Exception):
+    """A served tool's value does not fit the ``outputSchema`` it published."""
+
+
+def _finite_number(checker: Any, instance: Any) -> bool:
+    # NaN and the infinities are `null` on the wire (JSON has no such numbers): as the
+    # client will see them, they are not numbers.
+    return (
+        isinstance(instance, (int, float))
+        and not isinstance(instance, bool)
+        and math.isfinite(instance)
+    )
+
+
+def _schema_validator(schema: dict[str, Any]) -> Any:
+    """A compiled validator for a published ``outputSchema``, as clients check it ($refs
+    only within the schema), with the wire's view of NaN and infinities."""
+    from jsonschema.validators import extend, validator_for
+    from referencing import Registry
+
+    base: Any = validator_for(schema)
+    base.check_schema(schema)
+    checker = base.TYPE_CHECKER.redefine("number", _finite_number)
+    return extend(base, type_checker=checker)(schema, registry=Registry())
+
+
 class _Output:
-    """A tool's published ``outputSchema`` and how to turn its value into structured content."""
+    """A tool's published ``outputSchema`` and how to turn its value into structured content
+    that fits it (a value that does not is `_BrokenOutput`: every client would refuse the
+    whole result, text included)."""
 
     def __init__(self, tool: Tool) -> None:
         self.schema: dict[str, Any] | None = None
         self._adapter: pydantic.TypeAdapter[Any] | None = None
+        self._validator: Any = None
+        self._type = ""
         # Only a function's annotation: a re-served McpTool's upstream outputSchema is not
         # published, as its value (text) cannot fill structuredContent.
         func = getattr(tool, "func", None)
@@ -120,24 +151,55 @@ class _Output:
         try:
             adapter: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(ret)
             schema = adapter.json_schema(mode="serialization")
-        except Exception as e:  # a type pydantic cannot describe
+            validator = _schema_validator(schema)
+        except Exception as e:  # a type pydantic (or JSON Schema) cannot describe
             log.debug("no outputSchema for %s: %s", tool.card.name, e)
             return
         if schema.get("type") == "object":
-            self.schema, self._adapter = schema, adapter
+            self.schema, self._adapter, self._validator = schema, adapter, validator
+            self._type = _type_name(ret)
 
-    def structured(self, value: Any) -> dict[str, Any] | None:
-        if self.schema is None:
+    def structured(self, value: Any, *, serialized: bool = False) -> dict[str, Any] | None:
+        """The structured content for the tool's return `value` (`serialized`: already
+        JSON data, e.g. a `StructuredText`'s); None when no schema is published."""
+        if self.schema is None or self._adapter is None:
             return None
-        if isinstance(value, Mapping) and self._adapter is None:
-            return dict(value)
-        if self._adapter is None:
-            return None
-        try:
-            out = self._adapter.dump_python(value, mode="json")
-        except Exception:  # the function returned something else than it declared
-            return None
-        return out if isinstance(out, dict) else None
+        if serialized:
+            out = value
+        else:
+            # Pydantic only warns about a value of another type (a dict for a model, say);
+            # the published schema, which clients check, is the judge.
+            try:
+                out = self._adapter.dump_python(value, mode="json", warnings=False)
+            except Exception as e:
+                raise _BrokenOutput(self._broken(_why(e))) from e
+        if not self._validator.is_valid(out):
+            from jsonschema.exceptions import relevance
+
+            errors = sorted(self._validator.iter_errors(out), key=relevance, reverse=True)[:3]
+            why = "; ".join(
+                "/".join(map(str, e.absolute_path)) + ": " + e.message
+                if e.absolute_path
+                else e.message
+                for e in errors
+            )
+            raise _BrokenOutput(self._broken(why or "it does not fit"))
+        return typing.cast("dict[str, Any]", out)
+
+    def _broken(self, why: str) -> str:
+        return (
+            f"broke its declared output type {self._type}: the value it returned does not "
+            f"match the outputSchema it published ({why[:300]})"
+        )
+
+
+def _why(error: Exception) -> str:
+    lines = [ln.strip() for ln in str(error).splitlines() if ln.strip()]
+    return lines[0] if lines else type(error).__name__
+
+
+def _type_name(tp: Any) -> str:
+    return tp.__name__ if isinstance(tp, type) and not typing.get_args(tp) else repr(tp)
 
 
 def _mcp_tool(tool: Tool, output: _Output) -> mcp_types.Tool:
@@ -612,11 +674,18 @@ def build_mcp_server(
             return result.result
         if result.is_error:
             return _error(result.result_text())
-        structured = (
-            result.structured
-            if isinstance(result.structured, dict)
-            else outputs[params.name].structured(result.result)
-        )
+        output = outputs[params.name]
+        try:
+            structured = (
+                output.structured(result.structured, serialized=True)
+                if isinstance(result.structured, dict)
+                else output.structured(result.result)
+            )
+        except _BrokenOutput as e:
+            log.warning("tool %r: %s", params.name, e)
+            return _error(f"The tool {params.name!r} {e}.")
+        if structured is None and isinstance(result.structured, dict):
+            structured = result.structured  # no outputSchema: sent as it is
         return mcp_types.CallToolResult(content=_content(result), structured_content=structured)
 
     async def set_level(ctx: Any, params: mcp_types.SetLevelRequestParams) -> mcp_types.EmptyResult:
