@@ -1,0 +1,36 @@
+"""Toolsets: what offers tools to the model, step by step, and transforms over them
+(docs/toolsets.md).
+
+Layer: above `tools`, `execution` and `chat`; below `service`, `mcp` and `http`.
+"""
+
+from .abstract import ToolNameConflictError, Toolset, ToolsetTool
+from .approval import ApprovalRequiredToolset
+from .combined import CombinedToolset
+from .filtered import FilteredToolset
+from .function import FunctionToolset
+from .prefixed import PrefixedToolset
+from .prepared import PreparedToolset
+from .renamed import RenamedToolset
+from .source import NameFilter, SourceToolset
+from .step import StepContext
+from .wrapped import WrappedToolset
+from .wrapper import WrapperToolset
+
+__all__ = [
+    "ApprovalRequiredToolset",
+    "CombinedToolset",
+    "FilteredToolset",
+    "FunctionToolset",
+    "NameFilter",
+    "PrefixedToolset",
+    "PreparedToolset",
+    "RenamedToolset",
+    "SourceToolset",
+    "StepContext",
+    "ToolNameConflictError",
+    "Toolset",
+    "ToolsetTool",
+    "WrappedToolset",
+    "WrapperToolset",
+]
