@@ -97,10 +97,12 @@ class _Translator:
         self.started: set[str] = set()
         self.available: set[str] = set()
         self.parts = 0
+        self.stream_id = uuid.uuid4().hex[:8]
 
     def _id(self, kind: str) -> str:
+        # unique across streams: a resumed stream adds parts to the message of an earlier one
         self.parts += 1
-        return f"{kind}_{self.parts}"
+        return f"{kind}_{self.stream_id}_{self.parts}"
 
     def _close_text(self, out: list[dict[str, Any]]) -> None:
         if self.text_id is not None:

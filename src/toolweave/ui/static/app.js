@@ -32,7 +32,7 @@ function showError(text) {
 function applyChunk(message, chunk) {
   const parts = message.parts;
   const tool = (id) => parts.find((p) => p.toolCallId === id && p.type.startsWith("tool-"));
-  const byId = (type, id) => parts.find((p) => p.type === type && p.id === id);
+  const byId = (type, id) => parts.findLast((p) => p.type === type && p.id === id);
   switch (chunk.type) {
     case "start": if (chunk.messageId) message.id = chunk.messageId; break;
     case "start-step": parts.push({ type: "step-start" }); break;
