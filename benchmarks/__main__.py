@@ -19,6 +19,7 @@ MODULES: list[str] = [
     "benchmarks.loop",
     "benchmarks.stream_aggregation",
     "benchmarks.interop",
+    "benchmarks.ui",
 ]
 
 
