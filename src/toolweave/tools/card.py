@@ -98,7 +98,8 @@ class ToolCard(BaseModel):
     (which `ToolService` otherwise runs one at a time). `max_concurrency` bounds the calls of
     this tool running at once in a `ToolService` (e.g. a rate-limited API); None: no bound.
     `requires_approval` (True or a per-call function) makes a `ToolService` pause before
-    running a call until the caller approves or denies it.
+    running a call until the caller approves or denies it. `enabled` (False, or a function
+    of the `StepContext`) leaves the tool out of the steps it is false for.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -119,6 +120,9 @@ class ToolCard(BaseModel):
     requires_approval: Any = False
     """True, or a function of (arguments dict, `ToolContext`) returning a bool: a call waits
     for a human decision before it runs in a `ToolService` (docs/approvals.md)."""
+    enabled: Any = True
+    """Whether a `ToolService` offers the tool: a bool, or a function of the step's
+    `StepContext` returning one, asked before every model request (docs/toolsets.md)."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     properties: dict[str, Any] = Field(default_factory=dict)
 
@@ -166,6 +170,15 @@ class ToolCard(BaseModel):
             raise ToolCardError(
                 "requires_approval must be a bool or a function of (arguments, ToolContext), "
                 f"got {type(v).__name__}"
+            )
+        return v
+
+    @field_validator("enabled")
+    @classmethod
+    def _check_enabled(cls, v: Any) -> Any:
+        if not isinstance(v, bool) and not callable(v):
+            raise ToolCardError(
+                f"enabled must be a bool or a function of the StepContext, got {type(v).__name__}"
             )
         return v
 

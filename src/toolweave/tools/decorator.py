@@ -33,6 +33,7 @@ def tool(
     timeout: float | None = None,
     max_concurrency: int | None = None,
     requires_approval: Any = None,
+    enabled: Any = None,
     metadata: Mapping[str, Any] | None = None,
     input_params: Mapping[str, Any] | type | None = None,
     card: ToolCard | None = None,
@@ -56,6 +57,7 @@ def tool(
     timeout: float | None = None,
     max_concurrency: int | None = None,
     requires_approval: Any = None,
+    enabled: Any = None,
     metadata: Mapping[str, Any] | None = None,
     input_params: Mapping[str, Any] | type | None = None,
     card: ToolCard | None = None,
@@ -78,6 +80,7 @@ def tool(
     timeout: float | None = None,
     max_concurrency: int | None = None,
     requires_approval: Any = None,
+    enabled: Any = None,
     metadata: Mapping[str, Any] | None = None,
     input_params: Mapping[str, Any] | type | None = None,
     card: ToolCard | None = None,
@@ -95,6 +98,8 @@ def tool(
     the card's (see `ToolCard`): left out, a method runs one call at a time with the other
     methods of its object in a `ToolService` round. `requires_approval` (True, or a function
     of the arguments and the `ToolContext`) makes `ToolService` ask before each call runs.
+    `enabled` (a bool, or a function of the `StepContext`) says per step whether the tool is
+    offered at all (docs/toolsets.md).
     """
 
     def build(fn: Callable[..., Any]) -> LocalFunction:
@@ -132,6 +137,7 @@ def tool(
                 timeout=timeout,
                 max_concurrency=max_concurrency,
                 requires_approval=requires_approval,
+                enabled=enabled,
                 metadata=metadata,
             )
             # a new card (and id): the prebuilt one may be registered as it is elsewhere
@@ -148,6 +154,8 @@ def tool(
             flags["max_concurrency"] = max_concurrency
         if requires_approval is not None:
             flags["requires_approval"] = requires_approval
+        if enabled is not None:
+            flags["enabled"] = enabled
         the_card = ToolCard(
             name=tool_name,
             description=fs.description,
@@ -183,6 +191,7 @@ def _card_overrides(
     timeout: float | None,
     max_concurrency: int | None,
     requires_approval: Any,
+    enabled: Any,
     metadata: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
     """The fields that `@tool`'s explicit options change on a prebuilt card (openJiuwen:
@@ -199,6 +208,7 @@ def _card_overrides(
         "timeout": timeout,
         "max_concurrency": max_concurrency,
         "requires_approval": requires_approval,
+        "enabled": enabled,
         "metadata": {**card.metadata, **metadata} if metadata else None,
     }
     out = {k: v for k, v in given.items() if v is not None and v != getattr(card, k)}

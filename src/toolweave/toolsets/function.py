@@ -15,7 +15,7 @@ from ..tools.decorator import tool as make_tool
 from ..tools.decorator import tools_from
 from ..tools.local_function import LocalFunction
 from ..tools.source import ToolSource
-from .abstract import Toolset, ToolsetTool
+from .abstract import Toolset, ToolsetTool, same_or_new
 from .step import StepContext
 
 __all__ = ["FunctionToolset", "card_of"]
@@ -37,6 +37,8 @@ class FunctionToolset(Toolset):
         self._label = label
         self._offered: tuple[ToolsetTool, ...] | None = None
         self._cards: tuple[ToolCard, ...] | None = None
+        self._switched: bool | None = None
+        self._step: tuple[ToolsetTool, ...] | None = None
         self.wrap: Callable[[Any], Any] = _same
         """Applied to each executor registered (a `ToolService` subclass's hook)."""
         self.reserved: Callable[[], str | None] = _none
@@ -56,6 +58,7 @@ class FunctionToolset(Toolset):
         """Forget what was offered (called after every registration change)."""
         self._offered = None
         self._cards = None
+        self._switched = None
 
     @property
     def tool_cards(self) -> tuple[ToolCard, ...]:
@@ -90,7 +93,19 @@ class FunctionToolset(Toolset):
         offered = self._offered
         if offered is None:
             offered = self._offered = tuple(self.entry(name) for name in list(self._entries))
-        return offered
+            self._switched = any(t.card.enabled is not True for t in offered)
+        if not self._switched:
+            return offered
+        kept = [t for t in offered if _enabled(t.card.enabled, ctx)]
+        self._step = same_or_new(self._step, kept)
+        return self._step
+
+    @property
+    def dynamic(self) -> bool:
+        """Whether a registered card's `enabled` is not simply True (asked per step)."""
+        if self._switched is None:
+            self._switched = any(c.enabled is not True for c in self.tool_cards)
+        return self._switched
 
     # registering ----------------------------------------------------------------------------
     def check_new(self, name: str) -> None:
@@ -227,6 +242,12 @@ class FunctionToolset(Toolset):
         """Unregister the tool called `name`."""
         del self._entries[name]
         self.changed()
+
+
+def _enabled(enabled: Any, ctx: StepContext) -> bool:
+    if enabled is True or enabled is False:
+        return enabled
+    return bool(enabled(ctx))
 
 
 def _same(executor: Any) -> Any:
