@@ -1,6 +1,8 @@
 """A hand-written streamable HTTP "MCP server" (stdlib only) answering every request with
 one server-sent event. Its tool ``big`` returns a text of ``size`` bytes, so a test can send
-an event larger than a client accepts. ``python mcp_raw_http_server.py PORT``."""
+an event larger than a client accepts. ``python mcp_raw_http_server.py [modern] PORT``: with
+``modern`` it speaks only 2026-07-28 (``server/discover``; ``initialize`` refused) and its
+results carry no ``resultType`` (nor ``ttlMs`` / ``cacheScope``)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ import json
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+MODERN = "2026-07-28" if "modern" in sys.argv[1:-1] else ""
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -34,7 +38,13 @@ class Handler(BaseHTTPRequestHandler):
             return
         method = message["method"]
         result: dict[str, Any] = {}
-        if method == "initialize":
+        answer: dict[str, Any] | None = None
+        if MODERN and method == "initialize":
+            error = {"code": -32022, "message": "unsupported", "data": {"supported": [MODERN]}}
+            answer = {"jsonrpc": "2.0", "id": message["id"], "error": error}
+        elif method == "server/discover":
+            result = {"supportedVersions": [MODERN], "capabilities": {"tools": {}}}
+        elif method == "initialize":
             result = {
                 "protocolVersion": message["params"]["protocolVersion"],
                 "capabilities": {"tools": {}},
@@ -45,7 +55,7 @@ class Handler(BaseHTTPRequestHandler):
         elif method == "tools/call":
             text = "x" * int(message["params"]["arguments"]["size"])
             result = {"content": [{"type": "text", "text": text}]}
-        data = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
+        data = json.dumps(answer or {"jsonrpc": "2.0", "id": message["id"], "result": result})
         body = b"event: message\ndata: " + data.encode() + b"\n\n"
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
@@ -55,4 +65,4 @@ class Handler(BaseHTTPRequestHandler):
 
 
 if __name__ == "__main__":
-    ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+    ThreadingHTTPServer(("127.0.0.1", int(sys.argv[-1])), Handler).serve_forever()

@@ -122,6 +122,24 @@ def _describe_error(exc: BaseException) -> str:
     return "; ".join(parts)
 
 
+_CACHEABLE_KEYS = ("tools", "resources", "resourceTemplates", "prompts", "contents")
+
+
+def _lenient_result(result: Any) -> None:
+    """A 2026-07-28 result read as the spec allows: an absent ``resultType`` is
+    ``"complete"`` (servers written before it existed omit it, and so do some that
+    announce 2026-07-28), and a listing or resource read without caching directives is
+    immediately stale and private (``ttlMs`` 0, ``cacheScope`` "private", the strictest
+    reading). The SDK's 2026-07-28 result check would refuse the whole result."""
+    if not isinstance(result, dict):
+        return
+    if "resultType" not in result:
+        result["resultType"] = "complete"
+    if any(k in result for k in _CACHEABLE_KEYS):
+        result.setdefault("ttlMs", 0)
+        result.setdefault("cacheScope", "private")
+
+
 class _WatchedReadStream:
     """Wraps the transport's read stream to see end of stream and unparseable messages."""
 
@@ -135,8 +153,12 @@ class _WatchedReadStream:
     def _seen(self, item: Any) -> Any:
         if isinstance(item, Exception):
             self._conn.bad_message(item)
-        elif self._conn.tasks.watching:
-            self._conn.tasks.seen(getattr(item, "message", None))
+            return item
+        message = getattr(item, "message", None)
+        if self._conn.modern and isinstance(message, mcp_types.JSONRPCResponse):
+            _lenient_result(message.result)
+        if self._conn.tasks.watching:
+            self._conn.tasks.seen(message)
         return item
 
     async def receive(self) -> Any:
@@ -207,6 +229,8 @@ class _Connection:
         self.refused: tuple[int, str] | None = None
         """The last 401/403 the server answered: (status, WWW-Authenticate)."""
         self.client: Client | None = None
+        self.modern = False
+        """Connected with a 2026-07-28 (or later) protocol: results carry ``resultType``."""
         self.ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.stop = asyncio.Event()
         self.done = asyncio.Event()
@@ -367,6 +391,7 @@ class _Connection:
                     **self.hooks.sdk_callbacks(cfg),
                 ) as client:
                     self.client = client
+                    self.modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
                     scope.deadline = math.inf
                     if not self.ready.done():
                         self.ready.set_result(None)
@@ -750,28 +775,32 @@ class _Core:
         timeout: float | None,
         progress: ProgressCallback | None = None,
     ) -> mcp_types.CallToolResult:
-        for attempt in range(2):
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        resent = asked = False
+        while True:
             conn = self._current() or await self._do_connection()
             assert conn.client is not None
+            left = timeout
+            if deadline is not None and asked:
+                left = deadline - loop.time()
+                if left <= 0:
+                    raise self._timed_out(f"call to tool {name!r}", timeout)
             try:
-                if self.tasks.unlisted(conn.client):  # learn which tools take tasks
-                    await self._list_pages()
-                if self.tasks.wanted(name, conn.client):
-                    return await self.tasks.call(conn.client, name, arguments, timeout, progress)
-                if timeout is None or self.auth is not None:
-                    # The SDK's timer, which pauses while an OAuth flow waits for a person.
-                    return await conn.client.call_tool(
-                        name, arguments, read_timeout_seconds=timeout, progress_callback=progress
-                    )
-                return await self._within(
-                    conn.call_tool(name, arguments, progress), timeout, f"call to tool {name!r}"
-                )
+                return await self._call_once(conn, name, arguments, left, progress)
             except MCPError as e:
-                if is_session_lost(e) and attempt == 0:
+                if is_session_lost(e) and not resent:
                     # The server no longer knows the session, so the call never ran: re-open
                     # and send it again (the MCP spec asks clients to start a new session).
+                    resent = True
                     conn.fail(f"the server ended the session ({e.message})")
                     continue
+                if e.code == mcp_types.URL_ELICITATION_REQUIRED:
+                    refused = await self._urls_required(e, name, asked, deadline)
+                    if refused is None:
+                        asked = True  # every URL accepted: the call is sent once more
+                        continue
+                    return refused
                 raise self._translate(e, conn, f"call to tool {name!r}", timeout) from e
             except pydantic.ValidationError as e:
                 raise McpError(
@@ -787,7 +816,63 @@ class _Core:
                     tool_name=name,
                     cause=e,
                 ) from e
-        raise AssertionError("unreachable")
+
+    async def _call_once(
+        self,
+        conn: _Connection,
+        name: str,
+        arguments: dict[str, Any],
+        timeout: float | None,
+        progress: ProgressCallback | None,
+    ) -> mcp_types.CallToolResult:
+        assert conn.client is not None
+        if self.tasks.unlisted(conn.client):  # learn which tools take tasks
+            await self._list_pages()
+        if self.tasks.wanted(name, conn.client):
+            return await self.tasks.call(conn.client, name, arguments, timeout, progress)
+        if timeout is None or self.auth is not None:
+            # The SDK's timer, which pauses while an OAuth flow waits for a person.
+            return await conn.client.call_tool(
+                name, arguments, read_timeout_seconds=timeout, progress_callback=progress
+            )
+        return await self._within(
+            conn.call_tool(name, arguments, progress), timeout, f"call to tool {name!r}"
+        )
+
+    async def _urls_required(
+        self, error: MCPError, name: str, asked: bool, deadline: float | None
+    ) -> mcp_types.CallToolResult | None:
+        """The server answered -32042: the user must open URLs first. The first time, the
+        elicitation hook is asked for each (within what is left of the call's time); None
+        when all were accepted, else an error result for the model holding the URLs and
+        the server's messages (the call did not run)."""
+        wanted = _url_elicitations(error)
+        if not wanted:
+            why = "the server named no URL to open"
+        elif asked:
+            why = "the server still asks for it after the user accepted; it was not retried again"
+        else:
+            left = None if deadline is None else deadline - asyncio.get_running_loop().time()
+            try:
+                async with asyncio.timeout(left):
+                    reason = await self.hooks.ask_urls(self.config, wanted)
+            except TimeoutError:
+                reason = "the user did not answer within the call's timeout"
+            if reason is None:
+                return None
+            why = reason
+        log.info("%s: tool %r needs a URL opened; %s", self.config.describe(), name, why)
+        lines = [
+            f"The tool {name!r} did not run: the MCP server {self.config.server_name!r} first "
+            f"needs the user to open a URL ({_clean(error.message, 500)}); {why}."
+        ]
+        lines += [f"- {_clean(e.message, 500)}: {_clean(e.url, 2000)}" for e in wanted]
+        if wanted:
+            lines.append("Ask the user to open it, then call the tool again.")
+        text = self.mask("\n".join(lines))
+        return mcp_types.CallToolResult(
+            content=[mcp_types.TextContent(type="text", text=text)], is_error=True
+        )
 
     async def _within(self, call: Awaitable[T], timeout: float, during: str) -> T:
         """`call` within `timeout` seconds, else `McpTimeoutError`. One timer of our own,
@@ -978,6 +1063,33 @@ def _announces_tool_changes(client: Client) -> bool:
         return False  # older servers send notifications/tools/list_changed unasked
     tools = client.server_capabilities.tools
     return tools is not None and bool(tools.list_changed)
+
+
+_MAX_URLS = 5
+"""URL elicitations of one -32042 error that are asked about (a server could list many)."""
+
+
+def _url_elicitations(error: MCPError) -> list[mcp_types.ElicitRequestURLParams]:
+    """The URL-mode elicitations of a -32042 error's ``data.elicitations`` (those that are
+    not well-formed are skipped)."""
+    data = error.data
+    listed = data.get("elicitations") if isinstance(data, dict) else None
+    out: list[mcp_types.ElicitRequestURLParams] = []
+    for item in listed if isinstance(listed, list) else ():
+        try:
+            out.append(mcp_types.ElicitRequestURLParams.model_validate(item, by_name=False))
+        except pydantic.ValidationError:
+            continue
+        if len(out) == _MAX_URLS:
+            break
+    return out
+
+
+def _clean(text: str, limit: int) -> str:
+    """Server text for the model: control characters (line breaks included) as spaces,
+    at most `limit` characters."""
+    flat = "".join(" " if ord(c) < 32 or 127 <= ord(c) < 160 else c for c in text)
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _refuses_handshake(exc: BaseException) -> bool:

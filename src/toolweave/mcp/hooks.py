@@ -11,7 +11,11 @@ Each is opt-in (a server sees a capability only when its hook is given):
   and its tool calls go back as ``tool_use`` content (the server runs them);
 - ``elicitation``: an async callback gets an `ElicitationRequest` (form mode: a message and a
   flat JSON schema; URL mode: a message and a URL to open) and returns an
-  `ElicitationResult`; for an accepted form the schema's defaults fill omitted fields;
+  `ElicitationResult`; for an accepted form the schema's defaults fill omitted fields. A
+  tool call the server answers with JSON-RPC -32042 (URL elicitation required) asks it in
+  URL mode for each URL the error lists; when all are accepted (return ``"accept"`` once
+  the user is done with the page) the call is sent once more, otherwise the model gets an
+  error result holding the URLs and the server's messages;
 - ``roots``: a list of paths / ``file://`` URIs, or an async callback returning one; call
   `McpClient.roots_changed()` after it changes;
 - ``on_log``: server log messages (``notifications/message``); without it they go to the
@@ -159,6 +163,37 @@ class McpClientHooks:
     def answers_requests(self) -> bool:
         """Whether the server may send requests (sampling, elicitation, roots)."""
         return any(h is not None for h in (self.sampling, self.elicitation, self.roots))
+
+    async def ask_urls(
+        self, config: McpServerConfig, elicitations: Sequence[mcp_types.ElicitRequestURLParams]
+    ) -> str | None:
+        """A call answered JSON-RPC -32042 (URL elicitation required): ask the elicitation
+        hook, in ``"url"`` mode, to have the user open each URL, in order. None when every
+        one was accepted (the call may be retried); else why not (no hook, the user
+        declined or cancelled one, or the hook failed), and the rest are not asked."""
+        if self.elicitation is None:
+            return "this client has no elicitation hook to show it to the user"
+        for e in elicitations:
+            request = ElicitationRequest(
+                server_name=config.server_name,
+                message=e.message,
+                mode="url",
+                url=e.url,
+                elicitation_id=e.elicitation_id,
+            )
+            try:
+                answer = await self.elicitation(request)
+            except Exception as error:  # its text may hold a credential: the log, masked
+                log.warning(
+                    "%s: the elicitation hook failed on a URL: %s",
+                    config.describe(),
+                    masked_reason(error),
+                )
+                return "the elicitation hook failed"
+            if answer.action != "accept":
+                verb = "declined" if answer.action == "decline" else "cancelled"
+                return f"the user {verb} it"
+        return None
 
     # SDK callbacks -------------------------------------------------------------------------
     def sdk_callbacks(self, config: McpServerConfig) -> dict[str, Any]:
