@@ -11,13 +11,16 @@ leaves the pool when the function finally returns. So overrunning calls never ta
 from other calls (other conversations included). Abandoned threads are themselves bounded
 (`MAX_ABANDONED`); each one is logged, and `abandoned_threads()` says how many are still
 running.
+
+A call from async code is one handoff each way: the caller queues it and awaits a future of
+its own loop; the worker runs it and settles that future with one `call_soon_threadsafe`
+(no `concurrent.futures.Future` in between, no `asyncio.wrap_future` chain).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
 import logging
 import queue
 import threading
@@ -36,14 +39,90 @@ MAX_WORKERS = 64
 MAX_ABANDONED = 1024
 """Abandoned threads that are replaced; beyond it, an abandoned thread keeps its slot."""
 
+_QUEUED, _RUNNING, _DONE, _CANCELLED = range(4)
+
 
 class _Work:
-    __slots__ = ("abandoned", "fn", "future")
+    """A queued call. The pool's lock guards `state` and `abandoned`; a subclass says where
+    the outcome goes (`finish`)."""
+
+    __slots__ = ("abandoned", "args", "fn", "kwargs", "state")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]):
+        self.fn = fn
+        self.args = args
+        self.kwargs = kwargs
+        self.state = _QUEUED
+        self.abandoned = False
+
+    def start(self) -> bool:  # with the pool's lock held, while still queued
+        return True
+
+    def drop(self) -> None:
+        """It will not run (cancelled while queued)."""
+
+    def finish(self, ok: bool, value: Any) -> None:
+        raise NotImplementedError
+
+
+def _settle(waiter: asyncio.Future[Any], ok: bool, value: Any) -> None:
+    if waiter.done():  # the caller was cancelled meanwhile
+        return
+    if ok:
+        waiter.set_result(value)
+    else:
+        waiter.set_exception(value)
+
+
+class _Call(_Work):
+    """A call awaited by a coroutine: its outcome settles `waiter` on the caller's loop.
+    A caller that stops waiting says so with `_Pool.abandon` (never run if still queued)."""
+
+    __slots__ = ("loop", "waiter")
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        self.fn = fn  # _Work.__init__, inlined: this runs for every call
+        self.args = args
+        self.kwargs = kwargs
+        self.state = _QUEUED
+        self.abandoned = False
+        self.loop = loop
+        self.waiter: asyncio.Future[Any] = loop.create_future()
+
+    def finish(self, ok: bool, value: Any) -> None:
+        try:
+            self.loop.call_soon_threadsafe(_settle, self.waiter, ok, value)
+        except RuntimeError:  # the loop is closed: nobody is waiting any more
+            pass
+
+
+class _Job(_Work):
+    """A call from sync code: its outcome goes to `future` (cancelled while queued, it
+    never runs)."""
+
+    __slots__ = ("future",)
 
     def __init__(self, fn: Callable[[], Any]) -> None:
-        self.fn = fn
+        super().__init__(fn, (), {})
         self.future: Future[Any] = Future()
-        self.abandoned = False
+
+    def start(self) -> bool:
+        return self.future.set_running_or_notify_cancel()
+
+    def drop(self) -> None:
+        self.future.cancel()  # abandoned while queued (a no-op when cancelled by its owner)
+
+    def finish(self, ok: bool, value: Any) -> None:
+        if ok:
+            self.future.set_result(value)
+        else:
+            self.future.set_exception(value)
 
 
 class _Pool:
@@ -55,7 +134,7 @@ class _Pool:
         self.name = name
         self._lock = threading.Lock()
         self._queue: queue.SimpleQueue[_Work] = queue.SimpleQueue()
-        self._idle = threading.Semaphore(0)
+        self._idle = 0  # workers done with their call and not yet handed a new one
         self._workers = 0  # threads that count against max_workers
         self._abandoned = 0  # abandoned calls still running
         self._counter = 0
@@ -64,14 +143,19 @@ class _Pool:
     def abandoned(self) -> int:
         return self._abandoned
 
-    def submit(self, fn: Callable[[], Any]) -> _Work:
-        work = _Work(fn)
+    def submit(self, fn: Callable[[], Any]) -> _Job:
+        """Run `fn()` in a worker; its outcome goes to the returned job's `future`."""
+        job = _Job(fn)
+        self.put(job)
+        return job
+
+    def put(self, work: _Work) -> None:
         self._queue.put(work)
-        if not self._idle.acquire(blocking=False):
-            with self._lock:
-                if self._workers < self.max_workers:
-                    self._spawn()
-        return work
+        with self._lock:
+            if self._idle:
+                self._idle -= 1
+            elif self._workers < self.max_workers:
+                self._spawn()
 
     def _spawn(self) -> None:  # with the lock held
         self._workers += 1
@@ -82,10 +166,13 @@ class _Pool:
         thread.start()
 
     def abandon(self, work: _Work) -> None:
-        """The caller stopped waiting for `work`: if it is running, its thread stops counting
-        against the bound and a new worker serves the queue."""
+        """The caller stopped waiting for `work`: still queued, it will not run; running,
+        its thread stops counting against the bound and a new worker serves the queue."""
         with self._lock:
-            if work.abandoned or not work.future.running():
+            if work.state is _QUEUED:
+                work.state = _CANCELLED
+                return
+            if work.abandoned or work.state is not _RUNNING:
                 return
             if self._abandoned >= self.max_abandoned:
                 logger.error(
@@ -107,52 +194,59 @@ class _Pool:
         )
 
     def _worker(self) -> None:
+        get = self._queue.get
+        lock = self._lock
         while True:
-            work = self._queue.get()
-            if work.future.set_running_or_notify_cancel():
-                try:
-                    result = work.fn()
-                except BaseException as e:
-                    work.future.set_exception(e)
-                else:
-                    work.future.set_result(result)
-                    del result  # do not keep the value alive while idle
-                with self._lock:  # abandon() decides under the lock, while still running
-                    if work.abandoned:
-                        self._abandoned -= 1
-                        if self._workers >= self.max_workers:
-                            return  # replaced meanwhile: leave the pool
+            work = get()
+            with lock:
+                run = work.state is _QUEUED and work.start()
+                work.state = _RUNNING if run else _CANCELLED
+                if not run:
+                    self._idle += 1
+            if not run:
+                work.drop()
+                del work
+                continue
+            try:
+                value = work.fn(*work.args, **work.kwargs)
+                ok = True
+            except BaseException as e:
+                value, ok = e, False
+            # the pool's books first, then the caller's wake-up: the worker has nothing
+            # left to do but wait for the next call
+            with lock:  # abandon() decides under the lock, while still running
+                work.state = _DONE
+                leave = False
+                if work.abandoned:
+                    self._abandoned -= 1
+                    if self._workers >= self.max_workers:
+                        leave = True  # replaced meanwhile: leave the pool
+                    else:
                         self._workers += 1  # rejoin
-            del work
-            self._idle.release()
+                if not leave:
+                    self._idle += 1
+            work.finish(ok, value)
+            del work, value  # do not keep the call or its value alive while idle
+            if leave:
+                return
 
 
-_pool: _Pool | None = None
-_pool_lock = threading.Lock()
-
-
-def _executor() -> _Pool:
-    global _pool
-    if _pool is None:
-        with _pool_lock:
-            if _pool is None:
-                _pool = _Pool(MAX_WORKERS, MAX_ABANDONED, "toolweave-worker")
-    return _pool
+_pool = _Pool(MAX_WORKERS, MAX_ABANDONED, "toolweave-worker")
+"""The process's pool (its threads start on first use)."""
 
 
 def abandoned_threads() -> int:
     """How many sync calls abandoned by their callers are still running in worker threads."""
-    return 0 if _pool is None else _pool.abandoned
+    return _pool.abandoned
 
 
 async def to_thread(func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """`asyncio.to_thread` on toolweave's worker pool: a copy of the caller's contextvars
     travels with the call; a call abandoned by its caller frees its slot (module doc)."""
-    ctx = contextvars.copy_context()
-    pool = _executor()
-    work = pool.submit(functools.partial(ctx.run, func, *args, **kwargs))
+    call = _Call(contextvars.copy_context().run, (func, *args), kwargs, asyncio.get_running_loop())
+    _pool.put(call)
     try:
-        return await asyncio.wrap_future(work.future)
+        return await call.waiter  # type: ignore[no-any-return]
     except asyncio.CancelledError:
-        pool.abandon(work)
+        _pool.abandon(call)
         raise
