@@ -34,7 +34,7 @@ from .content import (
     TextContent,
 )
 from .requests import ToolExecutionRequest
-from .results import StructuredText, ToolExecutionResult
+from .results import StructuredText, ToolExecutionResult, text_result
 from .text import result_to_text
 
 __all__ = ["DefaultToolExecutor", "ToolExecutor", "as_executor", "error_text"]
@@ -73,7 +73,7 @@ _PLAIN = frozenset({dict, str, int, float, bool, type(None)})
 def to_result(value: Any, tool_name: str) -> ToolExecutionResult:
     """Wrap a tool's return value: content parts stay parts, anything else becomes text."""
     if type(value) in _PLAIN:
-        return ToolExecutionResult(text=result_to_text(value, tool_name=tool_name), result=value)
+        return text_result(result_to_text(value, tool_name=tool_name), value)
     if isinstance(value, ToolExecutionResult):
         return value
     if isinstance(value, StructuredText):
@@ -88,7 +88,7 @@ def to_result(value: Any, tool_name: str) -> ToolExecutionResult:
     ):
         parts = tuple(value)
     else:
-        return ToolExecutionResult(text=result_to_text(value, tool_name=tool_name), result=value)
+        return text_result(result_to_text(value, tool_name=tool_name), value)
     text = "\n".join(p.text for p in parts if isinstance(p, TextContent) and p.for_model)
     return ToolExecutionResult(text=text, result=value, contents=parts)
 

@@ -132,6 +132,22 @@ class ToolExecutionResult:
     )
 )
 
+_new = object.__new__
+
+
+def text_result(text: str, result: Any) -> ToolExecutionResult:
+    """`ToolExecutionResult(text=text, result=result)` without the keyword binding of
+    `__init__` (the executor builds one per call)."""
+    out = _new(ToolExecutionResult)
+    _set_text(out, text)
+    _set_is_error(out, False)
+    _set_result(out, result)
+    _set_contents(out, None)
+    _set_structured(out, None)
+    _set_attributes(out, {})
+    _set_error(out, None)
+    return out
+
 
 @dataclass(frozen=True, slots=True)
 class ToolExecution:
