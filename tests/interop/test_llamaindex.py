@@ -41,7 +41,7 @@ from toolweave.interop.llamaindex import (
 from .support import Recorder, chart, divide, final_answer, forecast, save_note, slow
 
 # LlamaIndex's workflow runtime inspects its pydantic events through deprecated attributes
-pytestmark = pytest.mark.filterwarnings("ignore::pydantic.PydanticDeprecatedSince20")
+pytestmark = pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecationWarning")
 
 
 def _llm(*turns: list[tuple[str, Any]] | str) -> MockFunctionCallingLLM:
