@@ -302,6 +302,35 @@ async def test_sampling_without_client_support_is_a_tool_error() -> None:
         assert "sampling is not available" in result.content[0].text  # type: ignore[union-attr]
 
 
+async def test_a_capability_the_2026_client_did_not_declare_is_json_rpc_32021() -> None:
+    """2026-07-28: a served tool's ctx.asample / ctx.aelicit when the request declared no
+    sampling / elicitation is refused with MissingRequiredClientCapabilityError, naming
+    the capability as a ClientCapabilities object (2025-11-25 keeps the isError result)."""
+    from mcp.shared.exceptions import MCPError
+
+    async with asyncio.timeout(TEST_TIMEOUT), Client(server(), mode="2026-07-28") as client:
+        for name, args, needed in [
+            ("ask_model", {"question": "x"}, {"sampling": {}}),
+            ("ask_user", {}, {"elicitation": {"form": {}}}),
+        ]:
+            with pytest.raises(MCPError) as info:
+                await client.call_tool(name, args)
+            assert info.value.code == -32021, name
+            assert info.value.data == {"requiredCapabilities": needed}
+            assert name in info.value.message
+
+
+async def test_an_unknown_resource_is_an_error_naming_its_uri_with_the_eras_code() -> None:
+    """-32002 with data.uri on 2025-11-25; -32602 with data.uri on 2026-07-28 (SEP-2164)."""
+    from mcp.shared.exceptions import MCPError
+
+    for mode, code in [("legacy", -32002), ("2026-07-28", -32602)]:
+        async with asyncio.timeout(TEST_TIMEOUT), Client(server(), mode=mode) as client:  # type: ignore[arg-type]
+            with pytest.raises(MCPError, match="not found") as info:
+                await client.read_resource("docs://nothing")
+            assert (info.value.code, info.value.data) == (code, {"uri": "docs://nothing"}), mode
+
+
 async def test_tool_context_without_a_channel() -> None:
     ctx = ToolContext(tool_name="t")
     await ctx.areport_progress(1)  # no-ops
