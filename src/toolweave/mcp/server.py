@@ -34,6 +34,7 @@ import pydantic
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.uri_template import UriTemplate
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
 from ..context import ElicitationResult, ToolContext, use_tool_channel
@@ -297,6 +298,27 @@ def _block(part: Any) -> Any:
 
 
 _LEVEL_KEY = "toolweave.log_level"
+_REQUIRED_KEY = "required_capabilities"
+
+
+def _is_modern(ctx: Any) -> bool:
+    """Whether this request came over a 2026-07-28 (or later) connection."""
+    return getattr(ctx.session, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS
+
+
+def _missing_capability(error: BaseException) -> dict[str, Any] | None:
+    """The client capabilities a tool's failure needed and the client did not declare
+    (`_ServerChannel._require`), found on the error or what it wraps."""
+    seen: BaseException | None = error
+    for _ in range(8):
+        if seen is None:
+            return None
+        if isinstance(seen, ToolNotSupportedError):
+            needed = seen.details.get(_REQUIRED_KEY)
+            if isinstance(needed, dict):
+                return needed
+        seen = getattr(seen, "cause", None) or seen.__cause__
+    return None
 
 
 def _connection_state(ctx: Any) -> dict[str, Any]:
@@ -333,11 +355,22 @@ class _ServerChannel:
                 level, data, logger, related_request_id=self.ctx.request_id
             )
 
-    def _require(self, what: str, capability: mcp_types.ClientCapabilities) -> None:
+    def _require(
+        self,
+        what: str,
+        capability: mcp_types.ClientCapabilities,
+        required: mcp_types.ClientCapabilities | None = None,
+    ) -> None:
         session = self.ctx.session
         if not session.check_client_capability(capability):
+            # `required` (the shape the spec names) travels with the error: a tool that lets
+            # it escape gets its 2026-07-28 client a -32021 naming it (see `call_tool`).
+            needed = (required or capability).model_dump(
+                by_alias=True, mode="json", exclude_none=True
+            )
             raise ToolNotSupportedError(
-                f"{what} is not available: the MCP client does not offer it"
+                f"{what} is not available: the MCP client does not offer it",
+                details={_REQUIRED_KEY: needed},
             )
         if not session.can_send_request:
             raise ToolNotSupportedError(
@@ -366,6 +399,11 @@ class _ServerChannel:
         self._require(
             "elicitation",
             mcp_types.ClientCapabilities(elicitation=mcp_types.ElicitationCapability()),
+            mcp_types.ClientCapabilities(
+                elicitation=mcp_types.ElicitationCapability(
+                    form=mcp_types.FormElicitationCapability()
+                )
+            ),
         )
         try:
             result = await self.ctx.session.elicit_form(
@@ -559,7 +597,9 @@ class _Features:
                 found, variables = candidate, dict(match)
                 break
         if found is None:
-            raise MCPError(-32002, f"Resource not found: {uri}")
+            # -32002 until 2025-11-25; 2026-07-28 standardised on -32602 (SEP-2164).
+            code = mcp_types.INVALID_PARAMS if _is_modern(ctx) else -32002
+            raise MCPError(code, f"Resource not found: {uri}", data={"uri": uri})
         value = await found.read(**variables)
         return mcp_types.ReadResourceResult(
             contents=_resource_contents(uri, found.mime_type, value)
@@ -669,6 +709,16 @@ def build_mcp_server(
             with use_tool_channel(channel):
                 result = await executor.aexecute_with_result(request)
         except Exception as e:  # bad arguments, aborted by a callback, not supported
+            needed = _missing_capability(e)
+            if needed is not None and _is_modern(ctx):
+                # 2026-07-28: a request that needs a capability the client did not declare
+                # is refused with MissingRequiredClientCapabilityError (HTTP 400).
+                raise MCPError(
+                    mcp_types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    f"The tool {params.name!r} needs a client capability this request did "
+                    f"not declare: {', '.join(needed)}",
+                    data={"requiredCapabilities": needed},
+                ) from e
             return _error(error_text(e))
         if isinstance(result.result, mcp_types.CallToolResult):
             return result.result
