@@ -96,6 +96,7 @@ if TYPE_CHECKING:  # the names below are imported on first use (see __getattr__)
         tool,
         tools_from,
     )
+    from .toolsets import FunctionToolset, StepContext, Toolset
 
 __version__ = "0.1.0"
 
@@ -126,6 +127,7 @@ _EXPORTS: dict[str, str] = {
     "ErrorCode": "errors",
     "FileContent": "execution",
     "FinishReason": "chat",
+    "FunctionToolset": "toolsets",
     "GeminiChatModel": "providers",
     "HallucinatedToolError": "errors",
     "HallucinatedToolStrategy": "service",
@@ -149,6 +151,7 @@ _EXPORTS: dict[str, str] = {
     "ReturnBehavior": "tools",
     "SchemaError": "errors",
     "ScriptedChatModel": "chat",
+    "StepContext": "toolsets",
     "StreamEvent": "chat",
     "StructuredOutputError": "errors",
     "SystemMessage": "chat",
@@ -179,6 +182,7 @@ _EXPORTS: dict[str, str] = {
     "ToolParameters": "schema",
     "ToolService": "service",
     "ToolTimeoutError": "errors",
+    "Toolset": "toolsets",
     "ToolweaveError": "errors",
     "UnsupportedOptionError": "errors",
     "UserMessage": "chat",
@@ -234,6 +238,7 @@ __all__ = [
     "ErrorCode",
     "FileContent",
     "FinishReason",
+    "FunctionToolset",
     "GeminiChatModel",
     "HallucinatedToolError",
     "HallucinatedToolStrategy",
@@ -256,6 +261,7 @@ __all__ = [
     "ReturnBehavior",
     "SchemaError",
     "ScriptedChatModel",
+    "StepContext",
     "StreamEvent",
     "StructuredOutputError",
     "SystemMessage",
@@ -286,6 +292,7 @@ __all__ = [
     "ToolParameters",
     "ToolService",
     "ToolTimeoutError",
+    "Toolset",
     "ToolweaveError",
     "UnsupportedOptionError",
     "UserMessage",
