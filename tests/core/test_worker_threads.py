@@ -98,3 +98,19 @@ def test_abandoned_threads_are_bounded() -> None:
             break
         threading.Event().wait(0.05)
     assert pool.abandoned == 0
+
+
+async def test_a_sync_tool_raising_stop_iteration_fails_instead_of_hanging() -> None:
+    """An asyncio future refuses StopIteration (TypeError, logged by the loop), so the
+    caller of a sync tool that raised it waited forever; it now gets a RuntimeError, as a
+    coroutine raising StopIteration does (PEP 479), with the StopIteration as its cause."""
+
+    @tool
+    def first(items: list[int]) -> int:
+        """The first item."""
+        return next(iter(items))
+
+    async with asyncio.timeout(10):
+        with pytest.raises(RuntimeError, match="raised StopIteration") as raised:
+            await first.ainvoke({"items": []})
+    assert isinstance(raised.value.__cause__, StopIteration)

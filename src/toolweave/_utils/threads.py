@@ -70,6 +70,11 @@ def _settle(waiter: asyncio.Future[Any], ok: bool, value: Any) -> None:
         return
     if ok:
         waiter.set_result(value)
+    elif isinstance(value, StopIteration):
+        # a future refuses StopIteration (TypeError), which left the caller waiting forever
+        error = RuntimeError(f"the function raised {type(value).__name__}")
+        error.__cause__ = value
+        waiter.set_exception(error)
     else:
         waiter.set_exception(value)
 
