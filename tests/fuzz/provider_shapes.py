@@ -20,7 +20,8 @@ Responses streams (`check_responses_stream`): function calls streamed with or wi
 - each call index is completed once, and the final response's calls are the announced ones
   (in index order);
 - a final object listing the streamed calls (any order, ids dropped on either side) adds no
-  call: each streamed call is announced, and would run, once.
+  call: each streamed call is announced, and would run, once; in general the final object
+  adds calls only beyond the number the stream showed.
 """
 
 from __future__ import annotations
@@ -281,6 +282,9 @@ def check_responses_stream(
     in_order = [c.request for c in sorted(completes, key=lambda c: c.index)]
     assert list(last.response.ai_message.tool_execution_requests) == in_order
     streamed = [call for call in calls if call.streamed]
+    finals = [i for i in events[-1]["response"]["output"] if i.get("type") == "function_call"]
+    # the final object adds calls only beyond what the stream showed
+    assert len(completes) <= max(len(streamed), len(finals)), (len(completes), len(streamed))
     listed = {calls[i % len(calls)] for i in order} if calls else set()
     distinct = len({(c.name, c.arguments, c.call_id, c.item_id) for c in streamed})
     if listed <= set(streamed) and distinct == len(streamed):

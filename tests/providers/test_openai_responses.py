@@ -1081,3 +1081,28 @@ def test_a_failing_token_provider_is_an_authentication_error(
     assert "sk-leaked-in-text" not in text and NON_ASCII_TOKEN not in text
     assert "X-Injected" not in text
     assert server.requests == []
+
+
+def test_a_final_copy_whose_call_id_changed_is_not_a_second_call() -> None:
+    """The stream shows pay(A) as call c0; the final object lists pay(A) as c1 and, at
+    another position, pay(B) as c2: pay(A) is announced once (as streamed), pay(B) is the
+    one call the final object adds."""
+    from toolweave.providers._http import HttpTransport
+    from toolweave.providers._sse import SSEEvent
+
+    parser = ResponsesStreamParser(HttpTransport(provider="t", headers={}, secrets=()))
+    a = {"type": "function_call", "name": "pay", "arguments": '{"to":"A"}', "call_id": "c0"}
+    events: list[dict[str, Any]] = [
+        {"type": "response.output_item.added", "output_index": 0, "item": a},
+        {"type": "response.output_item.done", "output_index": 0, "item": a},
+    ]
+    final = [
+        {**a, "arguments": '{"to":"B"}', "call_id": "c2"},
+        {**a, "call_id": "c1"},
+    ]
+    events.append(
+        {"type": "response.completed", "response": {"status": "completed", "output": final}}
+    )
+    out = [e for event in events for e in parser.feed(SSEEvent(data=json.dumps(event)))]
+    completes = [e.request for e in out if isinstance(e, CompleteToolCall)]
+    assert [(r.id, r.arguments) for r in completes] == [("c0", '{"to":"A"}'), ("c2", '{"to":"B"}')]

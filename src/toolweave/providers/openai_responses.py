@@ -369,10 +369,11 @@ class ResponsesStreamParser:
         """For each `function_call` item of the final object, the streamed call it is (an
         index), or None for a call the stream did not show. Never by output position (a
         server may list the items in another order): first by identity (the same `call_id`,
-        else the same item `id`, where both sides have one); where identity cannot tell, by
-        content (name and arguments); an item with no identity at all that matches nothing
-        is taken as a left-over streamed call rather than announced (and run) a second
-        time. Each streamed call matches at most one item."""
+        else the same item `id`, where both sides have one), then by content (name and
+        arguments), then, for what is left on both sides, in order. Each streamed call
+        matches at most one item, so the final object adds calls (to announce, and run) only
+        when it lists more than the stream showed: a copy of a streamed call whose ids
+        changed, went missing or moved is never a second call."""
         matches: list[int | None] = [None] * len(items)
         taken: set[int] = set()
 
@@ -387,12 +388,8 @@ class ResponsesStreamParser:
                         break
 
         pair(lambda index, item: self._same_identity(index, item) is True)
-        pair(
-            lambda index, item: (
-                self._same_identity(index, item) is None and self._same_content(index, item)
-            )
-        )
-        pair(lambda index, item: not (_text(item.get("call_id")) or _text(item.get("id"))))
+        pair(self._same_content)
+        pair(lambda index, item: True)
         return matches
 
     def _same_identity(self, index: int, item: Mapping[str, Any]) -> bool | None:
