@@ -51,7 +51,7 @@ class FunctionToolset(Toolset):
 
     @property
     def label(self) -> str:
-        return f"FunctionToolset({self._label!r})" if self._label else "FunctionToolset"
+        return self._label or "FunctionToolset"
 
     # what is registered ---------------------------------------------------------------------
     def changed(self) -> None:
@@ -150,6 +150,9 @@ class FunctionToolset(Toolset):
         options: Options = (max_concurrency, parallel_safe, requires_approval)
         plain = max_concurrency is None and parallel_safe is None and requires_approval is None
         entries = self._entries
+        if plain and _add_bulk(entries, objects, self.reserved()):
+            self.changed()  # `tools(*many)` takes the path `tools(many)` takes
+            return self
         for obj in objects:
             source = getattr(obj, "tool_source", None) if isinstance(obj, list) else None
             if source is not None and isinstance(source, ToolSource) and self.on_source:
