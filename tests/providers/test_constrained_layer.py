@@ -513,7 +513,7 @@ def test_calls_over_max_calls_per_response_never_run(server: ProviderServer, fac
     )
     _enqueue(server, wire, face, forty, ANSWER)
     result, _ = _run_face(wire, face, ToolService().tools(count))
-    assert ran == ["0", "1", "2", "3"] and result.text == "Rain in Paris."
+    assert sorted(ran) == ["0", "1", "2", "3"] and result.text == "Rain in Paris."  # (concurrent)
     info = result.intermediate_responses[0].ai_message.attributes["constrained"]
     assert len(info["refused_calls"]) == 36
     assert info["refused_calls"][0] == {"name": "count", "reason": "over max_calls_per_response"}
