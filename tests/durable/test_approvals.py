@@ -304,9 +304,7 @@ finally:
 '''
 
 
-def _claims(
-    tmp: Any, db: str, executor: str, *steps: list[Any], wait: bool = True
-) -> Any:
+def _claims(tmp: Any, db: str, executor: str, *steps: list[Any], wait: bool = True) -> Any:
     """Run the claims script in a fresh process (its own memory: only the database is
     shared); its per-step outcomes, or the process when `wait` is False."""
     import os

@@ -19,6 +19,7 @@ from toolweave import (
     ReturnBehavior,
     SchemaError,
     ScriptedChatModel,
+    ToolArgumentsError,
     ToolCard,
     ToolExecutionResultMessage,
     ToolLoopLimitError,
@@ -29,6 +30,7 @@ from toolweave.callbacks import CallbackFramework
 from toolweave.service import (
     ApprovalRequired,
     Approve,
+    CallAlreadyDecidedError,
     ChatStatus,
     ConversationState,
     DeferredResult,
@@ -64,6 +66,10 @@ def _clear() -> None:
 
 def _model(*turns: AiMessage) -> ScriptedChatModel:
     return ScriptedChatModel([*turns, AiMessage("done")])
+
+
+def _deny_all(paused: Any) -> dict[str, Any]:
+    return {p.id: Deny() for p in paused.pending}
 
 
 def _round() -> AiMessage:
@@ -246,7 +252,7 @@ def test_tampered_and_stale_states_are_rejected() -> None:
     assert SENT == []
 
 
-@pytest.mark.parametrize("key", ["app secret", b"\x00\xffbytes key"])
+@pytest.mark.parametrize("key", ["an application secret", b"\x00\xff sixteen+ bytes"])
 def test_a_signed_state_resumes_and_refuses_every_edit(key: str | bytes) -> None:
     service = ToolService().tools(send_money)
     model = _model(
@@ -268,7 +274,7 @@ def test_a_signed_state_resumes_and_refuses_every_edit(key: str | bytes) -> None
     with pytest.raises(InvalidConversationStateError, match="signature does not match"):
         ConversationState.from_json(json.dumps(envelope), key=key)
     with pytest.raises(InvalidConversationStateError, match="signature does not match"):
-        ConversationState.from_json(signed, key="another key")
+        ConversationState.from_json(signed, key="another application secret")
     with pytest.raises(InvalidConversationStateError, match="not signed"):  # signature dropped
         ConversationState.from_json(first.state.to_json(), key=key)
     with pytest.raises(InvalidConversationStateError, match="pass the key"):
@@ -414,12 +420,17 @@ def test_resuming_the_same_state_twice_runs_an_approved_call_once(mode: str) -> 
     assert first.state is not None
     saved = first.state.to_json()
     run(mode, service, model, ConversationState.from_json(saved), decisions={"a": Approve()})
-    with pytest.raises(InvalidConversationStateError, match="approved and run already"):
+    with pytest.raises(CallAlreadyDecidedError, match="already approved"):
         run(mode, service, model, ConversationState.from_json(saved), decisions={"a": Approve()})
+    with pytest.raises(CallAlreadyDecidedError, match="cannot now be denied"):  # it ran
+        run(mode, service, model, ConversationState.from_json(saved), decisions={"a": Deny()})
     assert SENT == [("Bob", 10)]
+    paused = run(mode, service, _model(ai_calls(call("send_money", '{"to": "Eve", "amount": 1}'))))
+    assert paused.state is not None
+    saved = paused.state.to_json()
     for _ in range(2):
         again = run(
-            mode, service, _model(), ConversationState.from_json(saved), decisions={"a": Deny()}
+            mode, service, _model(), ConversationState.from_json(saved), decisions=_deny_all(paused)
         )
         assert again.status is ChatStatus.COMPLETED
     assert SENT == [("Bob", 10)]
@@ -442,7 +453,7 @@ def test_concurrent_resumes_of_one_state_run_the_call_once() -> None:
         service.chat(_model(), None, state, decisions={"a": Approve()}, output_type=42)
     outcomes = asyncio.run(both())
     assert sorted(type(o).__name__ for o in outcomes) == [
-        "InvalidConversationStateError",
+        "CallAlreadyDecidedError",
         "ToolChatResult",
     ]
     assert SENT == [("Bob", 10)]
@@ -615,3 +626,469 @@ def test_a_message_slipped_between_the_calls_and_their_results_is_refused() -> N
     with pytest.raises(InvalidConversationStateError, match="pending call twice"):
         ConversationState.from_json(json.dumps(data))
     assert SENT == []
+
+
+# a call of one pause runs at most once, whatever state reaches it (issue 27, item 1) ----------
+KEY = "the application's signing secret"
+
+
+def _payments_turn() -> AiMessage:
+    return ai_calls(
+        call("send_money", '{"to": "Ann", "amount": 1}', id="A"),
+        call("send_money", '{"to": "Bob", "amount": 2}', id="B"),
+    )
+
+
+def _two_payments() -> ScriptedChatModel:
+    return _model(_payments_turn())
+
+
+def _via_json(state: Any) -> ConversationState:
+    """The state as another process sees it: signed, stored, read back."""
+    return ConversationState.from_json(state.to_json(key=KEY), key=KEY)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_call_of_one_pause_runs_at_most_once_whatever_state_reaches_it(mode: str) -> None:
+    """The model asks for pay(A) and pay(B). S + Approve(A) -> S_A; S + Approve(B) -> S_B;
+    then S_A + Approve(B) and S_B + Approve(A) would each run a payment a second time."""
+    service = ToolService().tools(send_money)
+    model = _two_payments()
+    paused = run(mode, service, model)
+    assert paused.state is not None
+    s = _via_json(paused.state)
+    s_a = run(mode, service, model, s, decisions={"A": Approve()}).state
+    s_b = run(mode, service, model, _via_json(s), decisions={"B": Approve()}).state
+    assert s_a is not None and s_b is not None
+    assert [p.id for p in s_a.pending] == ["B"] and [p.id for p in s_b.pending] == ["A"]
+    assert s_a.pause_id == s_b.pause_id == s.pause_id and len({s.id, s_a.id, s_b.id}) == 3
+    assert SENT == [("Ann", 1), ("Bob", 2)]
+    with pytest.raises(CallAlreadyDecidedError, match=r"call 'B' \(send_money\)") as e:
+        run(mode, service, model, _via_json(s_a), decisions={"B": Approve()})
+    assert (e.value.call_id, e.value.decided, e.value.attempted) == ("B", "approve", "approve")
+    assert isinstance(e.value, InvalidConversationStateError)
+    with pytest.raises(CallAlreadyDecidedError, match=r"call 'A' \(send_money\)"):
+        run(mode, service, model, s_b, decisions={"A": Approve()})
+    assert SENT == [("Ann", 1), ("Bob", 2)]  # each payment ran once
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_approving_again_through_the_original_state_is_refused(mode: str) -> None:
+    """Approve A on S -> S'; approve B on S'; approve B again on S: B must not run twice."""
+    service = ToolService().tools(send_money)
+    model = _two_payments()
+    paused = run(mode, service, model)
+    assert paused.state is not None
+    saved = paused.state.to_json()
+    derived = run(mode, service, model, paused.state, decisions={"A": Approve()}).state
+    assert derived is not None
+    done = run(mode, service, model, derived, decisions={"B": Approve()})
+    assert done.status is ChatStatus.COMPLETED
+    with pytest.raises(CallAlreadyDecidedError, match="'B'"):
+        run(mode, service, model, ConversationState.from_json(saved), decisions={"B": Approve()})
+    # a refused resume claims nothing else: A was refused with it (and ran only once)
+    with pytest.raises(CallAlreadyDecidedError, match="'A'"):
+        run(mode, service, model, ConversationState.from_json(saved), decisions={"A": Approve()})
+    assert SENT == [("Ann", 1), ("Bob", 2)]
+
+
+def test_a_decided_call_is_never_decided_differently_later() -> None:
+    service = ToolService().tools(send_money)
+    model = _two_payments()
+    paused = service.chat(model, None, "pay")
+    assert paused.state is not None
+    s = paused.state
+    # Deny A through S, then try to approve it through S (or a state derived from it)
+    denied = service.chat(model, None, s, decisions={"A": Deny("no")})
+    assert denied.state is not None and [p.id for p in denied.state.pending] == ["B"]
+    with pytest.raises(
+        CallAlreadyDecidedError, match=r"'A'.*already denied.*cannot now be approved"
+    ):
+        service.chat(model, None, s, decisions={"A": Approve(), "B": Approve()})
+    assert SENT == []  # the refusal came before anything ran: B did not run either
+    # Approve B through S, then try to deny it through the derived state
+    approved = service.chat(model, None, s, decisions={"B": Approve()})
+    assert approved.state is not None and SENT == [("Bob", 2)]
+    with pytest.raises(CallAlreadyDecidedError, match=r"'B'.*cannot now be denied"):
+        service.chat(model, None, denied.state, decisions={"B": Deny()})
+    # denying a denied call again is no change: nothing runs
+    again = service.chat(model, None, approved.state, decisions={"A": Deny("still no")})
+    assert again.status is ChatStatus.COMPLETED and SENT == [("Bob", 2)]
+
+
+def test_a_deferred_answer_is_not_followed_by_another_kind_of_decision() -> None:
+    clipboard = ToolCard(name="clipboard", description="The clipboard.")
+    service = ToolService().deferred(clipboard)
+    model = _model(ai_calls(call("clipboard", "{}", id="c")))
+    paused = service.chat(model, None, "read")
+    assert paused.state is not None
+    service.chat(_model(), None, paused.state, decisions={"c": DeferredResult("hello")})
+    again = service.chat(_model(), None, paused.state, decisions={"c": DeferredResult("hello")})
+    assert again.status is ChatStatus.COMPLETED
+    with pytest.raises(CallAlreadyDecidedError, match="already answered"):
+        service.chat(_model(), None, paused.state, decisions={"c": Deny()})
+
+
+def test_the_pause_id_is_kept_by_derived_states_and_through_json() -> None:
+    service = ToolService().tools(send_money)
+    model = ScriptedChatModel(
+        [
+            _payments_turn(),
+            ai_calls(call("send_money", '{"to": "Cy", "amount": 3}', id="A")),
+            AiMessage("done"),
+        ]
+    )
+    first = service.chat(model, None, "pay")
+    assert first.state is not None
+    pause = first.state.pause_id
+    derived = service.chat(model, None, first.state, decisions={"A": Approve()}).state
+    assert derived is not None and derived.pause_id == pause and derived.id != first.state.id
+    for text in (derived.to_json(), derived.to_json(key=KEY)):
+        key = KEY if "hmac_sha256" in text else None
+        assert ConversationState.from_json(text, key=key).pause_id == pause
+    # the next model turn pauses anew: a new pause, whose call "A" is another call
+    second = service.chat(model, None, derived, decisions={"B": Approve()})
+    assert second.state is not None and second.state.pause_id != pause
+    done = service.chat(model, None, second.state, decisions={"A": Approve()})
+    assert done.text == "done" and SENT == [("Ann", 1), ("Bob", 2), ("Cy", 3)]
+    # a state written without a pause id (an older toolweave) is a pause of its own
+    data = json.loads(first.state.to_json())
+    del data["pause_id"]
+    legacy = ConversationState.from_json(json.dumps(data))
+    assert legacy.pause_id == legacy.id == first.state.id
+    assert ConversationState(messages=legacy.messages, pending=legacy.pending, rounds=1).pause_id
+
+
+def test_a_call_id_reused_by_the_model_in_a_later_turn_is_gated_again() -> None:
+    """Gates are decided per model turn: a model that numbers its calls per turn ("call_0"
+    every time) must not get a later call through on an earlier call's decision."""
+    policy_seen: list[int] = []
+
+    def large(args: dict[str, Any], ctx: Any) -> bool:
+        policy_seen.append(args["amount"])
+        return bool(args["amount"] > 100)
+
+    @tool(requires_approval=large)
+    def transfer(to: str, amount: int) -> str:
+        """Transfer money."""
+        SENT.append((to, amount))
+        return "ok"
+
+    for mode in MODES:
+        SENT.clear()
+        model = _model(
+            ai_calls(call("transfer", '{"to": "Ann", "amount": 1}', id="call_0")),
+            ai_calls(call("transfer", '{"to": "Eve", "amount": 100000}', id="call_0")),
+        )
+        result = run(mode, ToolService().tools(transfer), model)
+        assert result.status is ChatStatus.PENDING, mode
+        assert SENT == [("Ann", 1)]
+    # an approved call's id reused in the next turn waits for approval again
+    SENT.clear()
+    service = ToolService().tools(send_money)
+    model = _model(
+        ai_calls(call("send_money", '{"to": "Bob", "amount": 10}', id="call_0")),
+        ai_calls(call("send_money", '{"to": "Bob", "amount": 10}', id="call_0")),
+    )
+    paused = service.chat(model, None, "pay")
+    assert paused.state is not None
+    again = service.chat(model, None, paused.state, decisions={"call_0": Approve()})
+    assert again.status is ChatStatus.PENDING and SENT == [("Bob", 10)]
+
+
+# policies see the arguments the tool runs with (issue 27, item 3) ---------------------------
+def test_a_policy_sees_the_validated_arguments_with_defaults() -> None:
+    """The docs' policy on a parameter with a default: the model leaves it out, the tool
+    would run with 5000, so the call must wait."""
+    seen: list[dict[str, Any]] = []
+
+    def large(args: dict[str, Any], ctx: Any) -> bool:
+        seen.append(dict(args))
+        return bool(args.get("amount", 0) > 100)
+
+    @tool(requires_approval=large)
+    def transfer(to: str, amount: int = 5000) -> str:
+        """Transfer money."""
+        SENT.append((to, amount))
+        return "ok"
+
+    service = ToolService().tools(transfer)
+    model = _model(
+        ai_calls(
+            call("transfer", '{"to": "Eve"}', id="default"),
+            call("transfer", '{"to": "Ann", "amount": "7"}', id="coerced"),
+        )
+    )
+    paused = service.chat(model, None, "pay")
+    assert [p.id for p in paused.pending] == ["default"]
+    assert seen == [{"to": "Eve", "amount": 5000}, {"to": "Ann", "amount": 7}]
+    assert SENT == [("Ann", 7)]  # what the policy saw is what the tool got
+    assert paused.state is not None
+    # an edited approval runs with its own arguments, validated and defaults filled in
+    done = service.chat(model, None, paused.state, decisions={"default": Approve({"to": "Bo"})})
+    assert done.status is ChatStatus.COMPLETED and SENT == [("Ann", 7), ("Bo", 5000)]
+    assert len(seen) == 2  # the person decided: the policy is not asked again
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_gated_call_with_invalid_arguments_takes_the_argument_error_path(mode: str) -> None:
+    asked: list[Any] = []
+
+    def large(args: dict[str, Any], ctx: Any) -> bool:
+        asked.append(args)
+        return False  # would let anything through
+
+    @tool(requires_approval=large)
+    def transfer(to: str, amount: int) -> str:
+        """Transfer money."""
+        SENT.append((to, amount))
+        return "ok"
+
+    model = _model(ai_calls(call("transfer", '{"to": "Eve", "amount": "lots"}', id="bad")))
+    result = run(mode, ToolService().tools(transfer), model)
+    assert result.status is ChatStatus.COMPLETED and SENT == [] and asked == []
+    (execution,) = result.tool_executions
+    assert execution.result.is_error and "amount" in execution.result.text
+    assert isinstance(execution.result.error, ToolArgumentsError)
+
+
+def test_a_policy_on_an_executor_of_the_callers_sees_the_cards_schema() -> None:
+    seen: list[dict[str, Any]] = []
+    ran: list[str] = []
+
+    def large(args: dict[str, Any], ctx: Any) -> bool:
+        seen.append(dict(args))
+        return bool(args["amount"] > 100)
+
+    card = ToolCard(
+        name="transfer",
+        description="Transfer money.",
+        input_params={
+            "type": "object",
+            "properties": {
+                "to": {"type": "string"},
+                "amount": {"type": "integer", "default": 5000},
+            },
+            "required": ["to"],
+        },
+        requires_approval=large,
+    )
+    service = ToolService()
+    service.tool(card, lambda request, memory_id: ran.append(request.arguments) or "ok")
+    model = _model(
+        ai_calls(
+            call("transfer", '{"to": "Eve"}', id="default"),
+            call("transfer", '{"amount": "lots"}', id="invalid"),
+        )
+    )
+    paused = service.chat(model, None, "pay")
+    # the default makes it large; invalid arguments would reach the executor as they are,
+    # so that call waits for a person too (the policy cannot judge it)
+    assert [p.id for p in paused.pending] == ["default", "invalid"]
+    assert seen == [{"to": "Eve", "amount": 5000}] and ran == []
+
+
+class _FakeMcpSession:
+    """An MCP connection that records what `tools/call` would send."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any] | None] = []
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None, timeout: float | None, **_: Any
+    ) -> Any:
+        from mcp import types as mcp_types
+
+        self.sent.append(arguments)
+        return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text="ok")])
+
+
+def test_a_policy_of_an_mcp_tool_sees_its_schema_defaults() -> None:
+    pytest.importorskip("mcp")
+    from toolweave.mcp.tool import McpTool, McpToolCard
+
+    seen: list[dict[str, Any]] = []
+
+    def large(args: dict[str, Any], ctx: Any) -> bool:
+        seen.append(dict(args))
+        return bool(args.get("amount", 0) > 100)
+
+    session = _FakeMcpSession()
+    card = McpToolCard(
+        name="transfer",
+        description="Transfer money.",
+        input_params={
+            "type": "object",
+            "properties": {
+                "to": {"type": "string"},
+                "amount": {"type": "integer", "default": 5000},
+                "memo": {"type": ["string", "null"]},
+            },
+            "required": ["to"],
+        },
+    )
+    service = ToolService().tools(McpTool(card, session), requires_approval=large)
+    model = _model(
+        ai_calls(
+            call("transfer", '{"to": "Eve", "memo": null}', id="default"),
+            call("transfer", '{"to": "Ann", "amount": 7}', id="small"),
+        )
+    )
+    paused = service.chat(model, None, "pay")
+    assert [p.id for p in paused.pending] == ["default"]
+    assert seen == [{"to": "Eve", "amount": 5000}, {"to": "Ann", "amount": 7}]
+    assert session.sent == [{"to": "Ann", "amount": 7}]
+    assert paused.state is not None
+    service.chat(model, None, paused.state, decisions={"default": Approve()})
+    assert session.sent[-1] == {"to": "Eve", "amount": 5000}  # what the policy saw
+
+
+def test_a_policy_of_an_http_tool_sees_its_schema_defaults() -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from toolweave.http import RestfulApi, RestfulApiCard
+
+    bodies: list[Any] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            bodies.append(json.loads(self.rfile.read(length) or b"null"))
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    seen: list[dict[str, Any]] = []
+
+    def large(args: dict[str, Any], ctx: Any) -> bool:
+        seen.append(dict(args))
+        return bool(args.get("amount", 0) > 100)
+
+    async def scenario() -> None:
+        api = RestfulApi(
+            RestfulApiCard(
+                name="transfer",
+                description="Transfer money.",
+                url=f"http://127.0.0.1:{server.server_address[1]}/transfer",
+                allow_private_network=True,
+                requires_approval=large,
+                input_params={
+                    "type": "object",
+                    "properties": {
+                        "to": {"type": "string"},
+                        "amount": {"type": "integer", "default": 5000},
+                    },
+                    "required": ["to"],
+                },
+            )
+        )
+        try:
+            service = ToolService().tools(api)
+            model = _model(
+                ai_calls(
+                    call("transfer", '{"to": "Eve"}', id="default"),
+                    call("transfer", '{"to": "Ann", "amount": 7}', id="small"),
+                )
+            )
+            paused = await service.achat(model, None, "pay")
+            assert [p.id for p in paused.pending] == ["default"]
+            assert bodies == [{"to": "Ann", "amount": 7}]
+            assert paused.state is not None
+            await service.achat(model, None, paused.state, decisions={"default": Approve()})
+        finally:
+            await api.aclose()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert seen == [{"to": "Eve", "amount": 5000}, {"to": "Ann", "amount": 7}]
+    assert bodies == [{"to": "Ann", "amount": 7}, {"to": "Eve", "amount": 5000}]
+
+
+# signing keys (issue 27, item 17 and Low) --------------------------------------------------
+def test_a_signing_key_is_bytes_or_str_of_at_least_16_bytes() -> None:
+    service = ToolService().tools(send_money)
+    paused = service.chat(
+        _model(ai_calls(call("send_money", '{"to": "Bob", "amount": 1}', id="a"))), None, "pay"
+    )
+    state = paused.state
+    assert state is not None
+    signed = state.to_json(key=KEY)
+    unsigned = state.to_json()
+    for bad in (32, 0, True, 3.5, bytearray(b"x" * 32), memoryview(b"y" * 32), ["k"] * 20):
+        with pytest.raises(TypeError, match="must be bytes or str"):
+            state.to_json(key=bad)  # type: ignore[arg-type]
+        for text in (signed, unsigned):
+            with pytest.raises(TypeError, match="must be bytes or str"):
+                ConversationState.from_json(text, key=bad)  # type: ignore[arg-type]
+    for short in ("", b"", "fifteen bytes!!", b"\x00" * 15, "\u00e9" * 7):  # é: 2 bytes each
+        with pytest.raises(ValueError, match=r"empty|too short") as e:
+            state.to_json(key=short)
+        assert "16" in str(e.value)
+        for text in (signed, unsigned):
+            with pytest.raises(ValueError, match=r"empty|too short"):
+                ConversationState.from_json(text, key=short)
+    for lone in ("\ud800" * 20, "a long enough key \udfff"):
+        for attempt in (
+            lambda k: state.to_json(key=k),
+            lambda k: ConversationState.from_json(signed, key=k),
+        ):
+            with pytest.raises(ValueError, match="lone surrogate") as err:
+                attempt(lone)
+            assert not isinstance(err.value, UnicodeError)  # a clear error, not the codec's
+    # the boundary: 16 bytes exactly, a str counted by its UTF-8 bytes
+    for ok in (b"\x00" * 16, "sixteen bytes ok", "\u00e9" * 8):
+        assert ConversationState.from_json(state.to_json(key=ok), key=ok) == state
+    with pytest.raises(InvalidConversationStateError, match="signature does not match"):
+        ConversationState.from_json(state.to_json(key=b"\x01" * 16), key=b"\x00" * 16)
+
+
+def test_a_served_tools_policy_and_question_see_the_defaults() -> None:
+    """`toolweave mcp serve`: the policy and the question put to the client's user show the
+    arguments the tool runs with (its default included); invalid ones are never asked about."""
+    pytest.importorskip("mcp")
+    import mcp_types
+    from mcp.client.client import Client
+
+    from toolweave.mcp import build_mcp_server
+
+    ran: list[int] = []
+
+    @tool(requires_approval=lambda args, ctx: args["amount"] > 10)
+    def pay(amount: int = 500) -> str:
+        """Pay an amount."""
+        ran.append(amount)
+        return f"paid {amount}"
+
+    questions: list[str] = []
+
+    async def elicit(context: object, params: mcp_types.ElicitRequestParams) -> object:
+        questions.append(params.message)
+        return mcp_types.ElicitResult(action="accept", content={"approve": False})
+
+    async def scenario() -> None:
+        server = build_mcp_server([pay])
+        async with (
+            asyncio.timeout(60),
+            Client(server, mode="legacy", elicitation_callback=elicit) as client,
+        ):
+            declined = await client.call_tool("pay", {})
+            assert declined.is_error and ran == []
+            assert len(questions) == 1 and '"amount": 500' in questions[0]
+            invalid = await client.call_tool("pay", {"amount": "lots"})
+            assert invalid.is_error and "amount" in invalid.content[0].text  # type: ignore[union-attr]
+            assert len(questions) == 1 and ran == []
+            small = await client.call_tool("pay", {"amount": 5})
+            assert not small.is_error and ran == [5]
+
+    asyncio.run(scenario())

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import inspect
 import logging
 import re
@@ -36,7 +37,15 @@ from ..chat.response import ChatResponse
 from ..errors import ErrorCode, ToolweaveError
 from ..execution.requests import ToolExecutionRequest
 from ..execution.results import ToolExecutionResult
-from ..service.approvals import Decision, PendingCall, read_decision
+from ..service.approvals import (
+    ConversationState,
+    Decision,
+    PendingCall,
+    already_decided,
+    decision_kind,
+    read_decision,
+    repeat_allowed,
+)
 from ..service.result import ChatCompleted, ToolChatResult
 from ..service.service import ServiceEvent, ToolService, _Run
 from ._codec import (
@@ -235,6 +244,31 @@ _FRESH_STARTS: set[str] = set()
 
 _SERVICES: dict[str, DurableToolService] = {}
 
+DECISION_CLAIM_WORKFLOW: Final = "toolweave.decision_claim"
+"""The DBOS workflow recording one decision for one call of a paused `ConversationState`
+resumed through a launched `DurableToolService` (its id is derived from the pause id and
+the call id, and a workflow id exists once in the database: a second process resuming any
+state of the same pause finds it and refuses)."""
+
+
+async def _record_decision(record: dict[str, Any]) -> dict[str, Any]:
+    return record
+
+
+_decision_claim = DBOS.workflow(name=DECISION_CLAIM_WORKFLOW)(_record_decision)
+
+
+def _claim_id(pause_id: str, call_id: str) -> str:
+    digest = hashlib.sha256(f"{pause_id}\0{call_id}".encode("utf-8", "surrogatepass"))
+    return f"{DECISION_CLAIM_WORKFLOW}/{digest.hexdigest()}"
+
+
+def _dbos_launched() -> bool:
+    """Whether DBOS is launched in this process (its database is there to claim in)."""
+    from dbos import _dbos
+
+    return bool(getattr(getattr(_dbos, "_dbos_global_instance", None), "_launched", False))
+
 
 @dataclass(frozen=True, slots=True)
 class _CallContext:
@@ -381,6 +415,66 @@ class DurableToolService(ToolService):
                     polling_interval_sec=spec.polling_interval,
                     on_conflict="always_update",
                 )
+
+    async def _claim_shared(
+        self, state: ConversationState, decisions: Mapping[str, Decision]
+    ) -> None:
+        """A `ConversationState` resumed through this service (its non-durable faces) while
+        DBOS is launched: each decision is also claimed in the database, as a
+        `DECISION_CLAIM_WORKFLOW` whose id is derived from (pause id, call id), so every
+        worker sharing the database refuses a call of the pause approved (or decided
+        differently) elsewhere: `CallAlreadyDecidedError`, before anything runs."""
+        if not decisions or not _dbos_launched() or DBOS.workflow_id is not None:
+            return
+        tools = {p.id: p.tool_name for p in state.pending}
+        claims = {
+            _claim_id(state.pause_id, call_id): (call_id, decision_kind(decision))
+            for call_id, decision in decisions.items()
+        }
+
+        def refusal(call_id: str, kind: str, first: dict[str, Any]) -> Exception | None:
+            decided = str(first.get("decision"))
+            if repeat_allowed(decided, kind):
+                return None
+            return already_decided(
+                call_id=call_id,
+                tool_name=tools.get(call_id, "?"),
+                decided=decided,
+                attempted=kind,
+                pause_id=state.pause_id,
+                decided_at=first.get("at"),
+                decided_by=first.get("by"),
+            )
+
+        # every refusal before anything is claimed (a race past this check still refuses
+        # below, leaving the calls claimed before it claimed: at most once)
+        recorded = await _recorded_decisions(list(claims))
+        for claim, first in recorded.items():
+            call_id, kind = claims[claim]
+            error = refusal(call_id, kind, first)
+            if error is not None:
+                raise error
+        for claim, (call_id, kind) in claims.items():
+            if claim in recorded:
+                continue
+            record = {
+                "pause_id": state.pause_id,
+                "call_id": call_id,
+                "tool": tools.get(call_id),
+                "decision": kind,
+                "at": datetime.now(UTC).isoformat(),
+                "by": DBOS.executor_id,
+            }
+            try:
+                with SetWorkflowID(claim, workflow_id_reuse_policy="reject"):
+                    handle = await DBOS.start_workflow_async(_decision_claim, record)
+            except dbos_error.DBOSWorkflowIDInUseError:
+                first = (await _recorded_decisions([claim])).get(claim, {})
+                error = refusal(call_id, kind, first)
+                if error is not None:
+                    raise error from None
+                continue
+            await handle.get_result()
 
     # starting conversations -----------------------------------------------------------------
     def _model_key(self, model: ChatModel | str | None) -> str:
@@ -864,6 +958,19 @@ def _password(url: str) -> str | None:
         return make_url(url).password  # type: ignore[return-value]
     except (ArgumentError, ValueError):
         return None
+
+
+async def _recorded_decisions(claims: list[str]) -> dict[str, dict[str, Any]]:
+    """The first decision recorded for each of `claims` (decision-claim workflow ids) that
+    has one."""
+    rows = await DBOS.list_workflows_async(workflow_ids=claims, load_input=True, load_output=False)
+    found: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        inputs: Any = row.input
+        args = inputs.get("args") if isinstance(inputs, Mapping) else None
+        record = args[0] if args and isinstance(args[0], dict) else {}
+        found[row.workflow_id] = record
+    return found
 
 
 def recover(executor_ids: Sequence[str]) -> list[str]:

@@ -38,7 +38,13 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
 from ..context import ElicitationResult, ToolContext, use_tool_channel
-from ..errors import McpError, ToolCardError, ToolNotSupportedError, ToolweaveError
+from ..errors import (
+    McpError,
+    ToolArgumentsError,
+    ToolCardError,
+    ToolNotSupportedError,
+    ToolweaveError,
+)
 from ..execution.content import (
     AudioContent,
     EmbeddedResource,
@@ -50,7 +56,7 @@ from ..execution.content import (
 from ..execution.executor import DefaultToolExecutor, error_text
 from ..execution.requests import ToolExecutionRequest
 from ..execution.results import ToolExecutionResult
-from ..tools.approval import needs_approval
+from ..tools.approval import needs_approval, validated_arguments
 from ..tools.base import Tool
 from ._stdio_guard import DEFAULT_MAX_MESSAGE_BYTES
 from .features import Feature, McpCompletion, McpPrompt, McpResource
@@ -434,17 +440,21 @@ async def _approval_refused(
 ) -> str | None:
     """For a tool whose card requires approval: ask the client's user through MCP
     elicitation; the error text when the call may not run (declined, or the client cannot
-    be asked), else None."""
+    be asked), else None. The policy, and the person, see the arguments the tool would run
+    with (validated, defaults filled in); invalid ones are not asked about: the call fails
+    its validation without running."""
     policy = tool.card.requires_approval
     if policy is False:
         return None
+    try:
+        arguments = await validated_arguments(tool, request)
+    except ToolArgumentsError:
+        return None  # the call is refused by the tool's own validation; it never runs
     context = ToolContext(tool_name=tool.card.name, request_id=request.id)
-    if not await needs_approval(policy, request, context):
+    if not await needs_approval(policy, request, context, arguments=arguments):
         return None
-    question = (
-        f"The tool {tool.card.name!r} wants to run with these arguments: {request.arguments}. "
-        "Allow it?"
-    )
+    shown = json.dumps(arguments, default=str)  # ensure_ascii: control characters escaped
+    question = f"The tool {tool.card.name!r} wants to run with these arguments: {shown}. Allow it?"
     try:
         answer = await channel.elicit(question, _APPROVAL_SCHEMA)
     except ToolNotSupportedError:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .._utils.jsondepth import nested_deeper_than
 from ..chat.messages import AiMessage, ChatMessage, ToolExecutionResultMessage
@@ -33,6 +33,7 @@ __all__ = [
     "ApprovalPolicy",
     "ApprovalRequired",
     "Approve",
+    "CallAlreadyDecidedError",
     "ChatStatus",
     "ConversationState",
     "Decision",
@@ -83,6 +84,108 @@ class InvalidConversationStateError(ToolweaveError, ValueError):
     decision for a call that is not pending."""
 
 
+class CallAlreadyDecidedError(InvalidConversationStateError):
+    """A decision for a call of a pause that was decided before, through this state or any
+    other derived from the same pause (in this process, or, for a `DurableToolService`, in
+    any process sharing its database). An approved call runs at most once, and a decided call
+    is never decided differently later: a call approved once cannot be approved again nor
+    denied, and a denied (answered) call cannot be approved; a denied call may be denied
+    again, and a deferred call answered again (nothing runs). Raised before anything of the
+    resume runs.
+
+    `call_id` names the call, `decided` what it got first (`"approve"`, `"deny"` or
+    `"result"`), `attempted` what this resume asked, `pause_id` the pause; `decided_at` and
+    `decided_by` (when known: a durable claim records them) say when and by which worker."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        call_id: str,
+        tool_name: str,
+        decided: str,
+        attempted: str,
+        pause_id: str,
+        decided_at: str | None = None,
+        decided_by: str | None = None,
+    ) -> None:
+        super().__init__(
+            message,
+            details={
+                "call_id": call_id,
+                "tool_name": tool_name,
+                "decided": decided,
+                "attempted": attempted,
+                "pause_id": pause_id,
+                "decided_at": decided_at,
+                "decided_by": decided_by,
+            },
+        )
+        self.call_id = call_id
+        self.tool_name = tool_name
+        self.decided = decided
+        self.attempted = attempted
+        self.pause_id = pause_id
+        self.decided_at = decided_at
+        self.decided_by = decided_by
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_decided, (self.message, self.details))
+
+
+def _rebuild_decided(message: str, details: dict[str, Any]) -> CallAlreadyDecidedError:
+    return CallAlreadyDecidedError(message, **details)
+
+
+_DECISION_WORDS = {"approve": "approved (and run)", "deny": "denied", "result": "answered"}
+
+
+def decision_kind(decision: Decision) -> Literal["approve", "deny", "result"]:
+    """What a decision does to its call: `"approve"` (it runs), `"deny"` or `"result"`."""
+    if isinstance(decision, Approve):
+        return "approve"
+    return "deny" if isinstance(decision, Deny) else "result"
+
+
+def repeat_allowed(decided: str, attempted: str) -> bool:
+    """Whether a call of a pause decided `decided` may get `attempted` now: only another
+    denial of a denied call, or another answer to an answered deferred call (nothing runs);
+    never a second approval, nor a different kind of decision."""
+    return decided == attempted and decided != "approve"
+
+
+def already_decided(
+    *,
+    call_id: str,
+    tool_name: str,
+    decided: str,
+    attempted: str,
+    pause_id: str,
+    decided_at: str | None = None,
+    decided_by: str | None = None,
+) -> CallAlreadyDecidedError:
+    """The `CallAlreadyDecidedError` for `call_id`, with a message that says what happened."""
+    when = f" at {decided_at}" if decided_at else ""
+    where = f" by worker {decided_by}" if decided_by else ""
+    if decided == "approve" and attempted == "approve":
+        what = "approving it again would run it twice"
+    else:
+        what = f"it cannot now be {_DECISION_WORDS.get(attempted, attempted)}"
+    return CallAlreadyDecidedError(
+        f"call {call_id!r} ({tool_name}) of this pause was already "
+        f"{_DECISION_WORDS.get(decided, decided)}{when}{where}, through this state or another "
+        f"resumed from the same pause; {what}. Continue from the state (or result) that "
+        "the earlier resume returned",
+        call_id=call_id,
+        tool_name=tool_name,
+        decided=decided,
+        attempted=attempted,
+        pause_id=pause_id,
+        decided_at=decided_at,
+        decided_by=decided_by,
+    )
+
+
 class ConversationState(BaseModel):
     """A paused conversation: the history so far, the calls waiting and the tool rounds
     used. Serialise with `to_json()` and restore with `ConversationState.from_json(text)`;
@@ -92,27 +195,47 @@ class ConversationState(BaseModel):
 
     version: int = STATE_VERSION
     id: str = Field(default_factory=lambda: uuid.uuid4().hex)
-    """This pause: a `ToolService` runs an approved call of a given state at most once, so
-    resuming the same state twice (a double-submitted approval) does not run it again."""
+    """This state (each resume that leaves calls waiting returns a new one)."""
+    pause_id: str = Field(default="", min_length=1)  # "" (or none): the state's own id
+    """The pause this state belongs to: set when the loop stops, and kept by every state
+    derived from it (a resume that leaves calls waiting), through `to_json` / `from_json`.
+    A call of one pause runs at most once, whatever state reaches it: decisions are claimed
+    by (pause id, call id). A state written without one (older toolweave) is its own pause."""
     messages: tuple[ChatMessage, ...]
     pending: tuple[PendingCall, ...]
     rounds: int = Field(ge=0)
     """Tool rounds already used (the round-trip limit holds across a pause)."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _own_pause_by_default(cls, data: Any) -> Any:
+        """A state made without a pause id starts a pause of its own (its id is the pause's)."""
+        if isinstance(data, Mapping) and not data.get("pause_id"):
+            data = dict(data)
+            state_id = data.get("id")
+            if state_id is None:
+                state_id = data["id"] = uuid.uuid4().hex
+            data["pause_id"] = state_id
+        return data
+
     def to_json(self, *, key: str | bytes | None = None) -> str:
-        """The state as JSON text. With `key` (a secret of your application) the text is
-        signed (HMAC-SHA256): `from_json(text, key=key)` then refuses any edit."""
+        """The state as JSON text. With `key` (a secret of your application: `bytes` or
+        `str`, at least 16 bytes) the text is signed (HMAC-SHA256): `from_json(text,
+        key=key)` then refuses any edit. Any other key is a `TypeError` / `ValueError`."""
+        secret = None if key is None else signing_key(key)
         text = self.model_dump_json()
-        if key is None:
+        if secret is None:
             return text
-        return json.dumps({_SIGNED: text, _SIGNATURE: _sign(text, key)})
+        return json.dumps({_SIGNED: text, _SIGNATURE: _sign(text, secret)})
 
     @classmethod
     def from_json(cls, text: str | bytes, *, key: str | bytes | None = None) -> ConversationState:
         """Restore a state; one that does not match its history is an
         `InvalidConversationStateError`. With `key`, the text must be signed with it (see
-        `to_json`); without, a signed text is refused rather than read unchecked."""
-        text = _verified(text, key)
+        `to_json`; a key that is not `bytes` / `str` of at least 16 bytes is a `TypeError` /
+        `ValueError`, whatever the text); without, a signed text is refused rather than read
+        unchecked."""
+        text = _verified(text, None if key is None else signing_key(key))
         try:
             state = cls.model_validate_json(text)
         except ValueError as e:
@@ -185,18 +308,50 @@ class ConversationState(BaseModel):
 
 _SIGNED = "signed_state"
 _SIGNATURE = "hmac_sha256"
+MIN_KEY_BYTES = 16
+"""The shortest signing key accepted (a `str` key counts its UTF-8 bytes)."""
 
 
-def _sign(text: str, key: str | bytes) -> str:
-    secret = key.encode("utf-8") if isinstance(key, str) else bytes(key)
+def signing_key(key: object) -> bytes:
+    """The secret bytes of a signing key: `bytes`, or a `str` (its UTF-8 encoding), at least
+    `MIN_KEY_BYTES` long. Anything else is the caller's mistake, refused with a clear
+    `TypeError` (not bytes or str: an int would silently become that many zero bytes) or
+    `ValueError` (empty, too short, or a str that is not encodable text)."""
+    if isinstance(key, str):
+        try:
+            secret = key.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ValueError(
+                f"the signing key is not valid text: it holds a lone surrogate "
+                f"({key[e.start]!r} at position {e.start}), which has no UTF-8 encoding; use "
+                "bytes, or a str of real characters"
+            ) from None
+    elif isinstance(key, bytes):
+        secret = bytes(key)
+    else:
+        raise TypeError(
+            f"the signing key must be bytes or str, not {type(key).__name__} (an application "
+            f"secret of at least {MIN_KEY_BYTES} bytes, e.g. from the environment)"
+        )
     if not secret:
-        raise ValueError("the signing key is empty")
+        raise ValueError(
+            f"the signing key is empty: give a secret of at least {MIN_KEY_BYTES} bytes"
+        )
+    if len(secret) < MIN_KEY_BYTES:
+        raise ValueError(
+            f"the signing key is too short ({len(secret)} bytes): give a secret of at least "
+            f"{MIN_KEY_BYTES} bytes (a str counts its UTF-8 bytes), e.g. 32 random bytes"
+        )
+    return secret
+
+
+def _sign(text: str, secret: bytes) -> str:
     # surrogatepass: a hostile envelope may hold a lone surrogate; it must fail the check,
     # not raise UnicodeEncodeError
     return hmac.new(secret, text.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
 
 
-def _verified(text: str | bytes, key: str | bytes | None) -> str | bytes:
+def _verified(text: str | bytes, key: bytes | None) -> str | bytes:
     """The state's JSON text: unwrapped from its signature, which is checked."""
     if key is None:
         head = text[:64].lstrip()

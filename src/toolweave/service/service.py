@@ -75,7 +75,8 @@ from ..execution.requests import ToolExecutionRequest
 from ..execution.results import ToolExecution, ToolExecutionResult
 from ..schema.arguments import parse_arguments
 from ..schema.output import OutputSchema, OutputValidationError, PartialJsonStream
-from ..tools.approval import needs_approval
+from ..schema.validation import JsonSchemaArgumentsValidator
+from ..tools.approval import needs_approval, validated_arguments
 from ..tools.base import Tool
 from ..tools.card import ReturnBehavior, ToolCard, ToolInfo
 from ..tools.decorator import tool as make_tool
@@ -85,14 +86,17 @@ from ..tools.source import ToolSource
 from .approvals import (
     ApprovalRequired,
     Approve,
+    CallAlreadyDecidedError,
     ChatStatus,
     ConversationState,
     Decision,
     DeferredResult,
     Deny,
-    InvalidConversationStateError,
     PendingCall,
+    already_decided,
     check_decisions,
+    decision_kind,
+    repeat_allowed,
 )
 from .handlers import (
     HallucinatedToolStrategy,
@@ -117,8 +121,9 @@ from .search import FOUND_TOOLS_ATTRIBUTE, ToolSearchStrategy
 __all__ = ["ServiceEvent", "ToolService"]
 
 logger = logging.getLogger("toolweave.service")
-_APPROVED_KEPT = 100_000
-"""How many approved calls a service remembers (to refuse running one twice)."""
+_DECIDED_KEPT = 100_000
+"""How many decided calls a service remembers (to refuse running one twice, or deciding one
+differently later)."""
 
 ServiceEvent = (
     StreamEvent
@@ -195,6 +200,9 @@ class _Entry:
     """The object whose bound method the tool is (None when there is none), found lazily."""
     deferred: bool = False
     """Calls are answered by the caller (`ToolService.deferred`), never run here."""
+    validator: Any = None
+    """The card's argument validator, for an approval policy of a tool run by an executor of
+    the caller's (built on first use)."""
 
     @property
     def barrier(self) -> bool:
@@ -242,8 +250,11 @@ class _Run:
     """Tool rounds used before this run (a resumed conversation's)."""
     resume: ConversationState | None = None
     decisions: dict[str, Decision] = field(default_factory=dict)
+    claimed: list[tuple[str, str]] = field(default_factory=list)
+    """The (pause id, call id) decisions this resume recorded first in the service."""
     gates: dict[str, PendingCall | None] = field(default_factory=dict)
-    """Per call id: why the call waits (None: it runs), decided once per call."""
+    """Per call id of the current model turn: why the call waits (None: it runs), decided
+    once per call (cleared at every model turn: a model may reuse an id in a later turn)."""
     span: Any = None
     """The conversation's `invoke_agent` span (None when tracing is off)."""
     entries: dict[str, _Entry | Tool] | None = None
@@ -417,7 +428,9 @@ class ToolService:
         self.reset_tool_choice = reset_tool_choice
         self._callbacks = callbacks
         self._entries: dict[str, _Entry | Tool] = {}
-        self._approved: dict[tuple[str, str], None] = {}  # (state id, call id), oldest first
+        # (pause id, call id) -> the first decision's kind ("approve", "deny", "result"),
+        # oldest first
+        self._decided: dict[tuple[str, str], str] = {}
         self._cards: tuple[ToolCard, ...] | None = None
         self._sources: list[_Source] = []
         self._version = 0
@@ -867,7 +880,7 @@ class ToolService:
                         if name not in run.found:
                             run.found.append(name)
         if state is not None:  # last: nothing after this may fail and strand the claim
-            self._claim_approved(state, decisions or {})
+            run.claimed = self._claim_decisions(state, decisions or {})
         return run
 
     def _visible_cards(self, run: _Run) -> tuple[ToolCard, ...]:
@@ -914,6 +927,12 @@ class ToolService:
         failure: BaseException | None = None
         try:
             if run.resume is not None:
+                try:
+                    await self._claim_shared(run.resume, run.decisions)
+                except CallAlreadyDecidedError:  # refused elsewhere: nothing was decided here
+                    for key in run.claimed:
+                        self._decided.pop(key, None)
+                    raise
                 pending = [p.request for p in run.resume.pending]
                 turn = _Turn(asyncio.Queue() if streaming else None)
                 async for event in self._resume(run, turn):
@@ -938,6 +957,7 @@ class ToolService:
                     messages=tuple(run.messages), parameters=parameters
                 )
                 await self._fire(E.MODEL_REQUEST, request=request, memory_id=run.memory_id)
+                run.gates.clear()  # a new turn's calls are gated afresh, whatever their ids
                 turn = _Turn(asyncio.Queue() if streaming else None)
                 if streaming:
                     eager_ok = eager and rounds < self.max_tool_calling_round_trips
@@ -1236,21 +1256,41 @@ class ToolService:
         return all(b is not ReturnBehavior.TO_LLM for b in behaviours)
 
     # approvals and deferred calls ------------------------------------------------------------
-    def _claim_approved(self, state: ConversationState, decisions: Mapping[str, Decision]) -> None:
-        """Record the calls of `state` approved now; one approved before (the same state
-        resumed twice in this process) is an `InvalidConversationStateError`, before anything
-        runs. Claimed synchronously, so two concurrent resumes cannot both pass."""
-        claims = [(state.id, i) for i, d in decisions.items() if isinstance(d, Approve)]
-        spent = [call_id for state_id, call_id in claims if (state_id, call_id) in self._approved]
-        if spent:
-            raise InvalidConversationStateError(
-                f"calls {sorted(spent)} of this conversation state were approved and run "
-                "already; continue from the state (or result) that resume returned"
-            )
-        for key in claims:
-            self._approved[key] = None
-        while len(self._approved) > _APPROVED_KEPT:
-            self._approved.pop(next(iter(self._approved)))
+    def _claim_decisions(
+        self, state: ConversationState, decisions: Mapping[str, Decision]
+    ) -> list[tuple[str, str]]:
+        """Record the decisions made now for calls of `state`'s pause, by (pause id, call id):
+        the same for every state derived from that pause. A call approved before (through
+        this state or another of the pause) cannot be approved again nor denied, and a call
+        denied or answered cannot be approved: `CallAlreadyDecidedError`, before anything
+        runs. Claimed synchronously, so two concurrent resumes cannot both pass. Returns the
+        keys recorded now (not decided before)."""
+        tools = {p.id: p.tool_name for p in state.pending}
+        claims = {(state.pause_id, i): decision_kind(d) for i, d in decisions.items()}
+        for (pause_id, call_id), kind in claims.items():
+            decided = self._decided.get((pause_id, call_id))
+            if decided is not None and not repeat_allowed(decided, kind):
+                raise already_decided(
+                    call_id=call_id,
+                    tool_name=tools.get(call_id, "?"),
+                    decided=decided,
+                    attempted=kind,
+                    pause_id=pause_id,
+                )
+        new = [key for key in claims if key not in self._decided]
+        for key in new:
+            self._decided[key] = claims[key]
+        while len(self._decided) > _DECIDED_KEPT:
+            self._decided.pop(next(iter(self._decided)))
+        return new
+
+    async def _claim_shared(
+        self, state: ConversationState, decisions: Mapping[str, Decision]
+    ) -> None:
+        """Claim the decisions beyond this process (a hook: a `DurableToolService` records
+        them in its database, so another worker refuses them too), before anything of the
+        resume runs. Raise `CallAlreadyDecidedError` to refuse."""
+        return None
 
     async def _gated(self, calls: list[ToolExecutionRequest], run: _Run) -> list[PendingCall]:
         """The calls of a round that wait (in request order)."""
@@ -1265,31 +1305,74 @@ class ToolService:
 
     async def _gate(self, call: ToolExecutionRequest, run: _Run) -> PendingCall | None:
         """Why `call` waits (deferred tool, approval required), or None: it runs. Decided
-        once per call (an approval function is asked once)."""
+        once per call of a model turn (an approval function is asked once). A policy
+        function sees the validated arguments, defaults filled in (what the tool would run
+        with); a call whose arguments are not valid does not wait: it takes the ordinary
+        argument-error path, where the tool's validation refuses it and it never runs."""
         if call.id in run.gates:
             return run.gates[call.id]
         entry = self._entry(call.name, run)
         gate: PendingCall | None = None
         if entry is not None:
             reason: Any = None
+            policy = entry.card.requires_approval
             if entry.deferred:
                 reason = "deferred"
-            elif entry.card.requires_approval is not False:
-                context = ToolContext(
-                    tool_name=call.name,
-                    request_id=call.id,
-                    memory_id=run.memory_id,
-                    context=run.context,
-                    callbacks=self.callbacks,
-                )
-                if await needs_approval(entry.card.requires_approval, call, context):
-                    reason = "approval"
+            elif policy is True:
+                reason = "approval"
+            elif policy is not False:
+                reason = await self._ask_policy(entry, call, run)
             if reason is not None:
                 gate = PendingCall(
                     id=call.id, tool_name=call.name, arguments=call.arguments, reason=reason
                 )
         run.gates[call.id] = gate
         return gate
+
+    async def _ask_policy(self, entry: _Entry, call: ToolExecutionRequest, run: _Run) -> str | None:
+        """`"approval"` when the policy function of `entry` says `call` must wait, else None."""
+        tool = _tool_behind(entry.executor)
+        try:
+            if tool is not None:
+                arguments = await validated_arguments(tool, call)
+            else:  # an executor of the caller's: the card's schema says what is valid
+                if entry.validator is None:
+                    entry.validator = JsonSchemaArgumentsValidator(
+                        entry.card.input_params, tool_name=call.name
+                    )
+                arguments = entry.validator.validate_json(call.arguments)
+        except ToolArgumentsError as e:
+            if tool is not None:
+                return None  # the tool refuses these arguments: it cannot run with them
+            # the executor would get them as they are: a person decides
+            logger.warning(
+                "the arguments of %s (call %s) do not match its schema (%s); the call waits "
+                "for approval",
+                call.name,
+                call.id,
+                e.message,
+            )
+            return "approval"
+        except Exception as e:  # a tool whose inputs cannot be prepared: fail closed
+            logger.warning(
+                "the arguments of %s (call %s) could not be prepared for its approval policy "
+                "(%s: %s); the call waits for approval",
+                call.name,
+                call.id,
+                type(e).__name__,
+                e,
+            )
+            return "approval"
+        context = ToolContext(
+            tool_name=call.name,
+            request_id=call.id,
+            memory_id=run.memory_id,
+            context=run.context,
+            callbacks=self.callbacks,
+        )
+        if await needs_approval(entry.card.requires_approval, call, context, arguments=arguments):
+            return "approval"
+        return None
 
     async def _await_decisions(
         self, run: _Run, waiting: list[PendingCall]
@@ -1305,10 +1388,15 @@ class ToolService:
         waiting: list[PendingCall],
         rounds: int,
         streaming: bool,
+        pause_id: str | None = None,
     ) -> AsyncIterator[ServiceEvent]:
-        """Stop the loop: the calls in `waiting` have no result yet."""
+        """Stop the loop: the calls in `waiting` have no result yet. `pause_id` is the pause
+        this stop continues (a resume that left calls waiting), else it starts one."""
         state = ConversationState(
-            messages=tuple(run.messages), pending=tuple(waiting), rounds=rounds
+            messages=tuple(run.messages),
+            pending=tuple(waiting),
+            rounds=rounds,
+            pause_id=pause_id or "",  # "": a new pause
         )
         if run.span is not None:
             run.span.add_event(
@@ -1376,7 +1464,7 @@ class ToolService:
         if waiting:
             turn.finished = True
             async for event in self._pause(
-                run, response, waiting, run.rounds, turn.queue is not None
+                run, response, waiting, run.rounds, turn.queue is not None, state.pause_id
             ):
                 yield event
             return
@@ -1633,6 +1721,15 @@ def _add_bulk(
         return False
     entries.update(new)
     return True
+
+
+def _tool_behind(executor: Any) -> Tool | None:
+    """The `Tool` an entry's executor runs (through a subclass's wrapper, e.g. a durable
+    one), or None for an executor of the caller's."""
+    for candidate in (executor, getattr(executor, "inner", None)):
+        if isinstance(candidate, DefaultToolExecutor):
+            return candidate.tool
+    return None
 
 
 def _may_wait(entry: _Entry | None) -> bool:
