@@ -156,6 +156,36 @@ async def test_an_echoing_error_result_reaches_the_model_and_spans_masked(
     assert found.check() > 0
 
 
+async def test_a_successful_result_echoing_the_credentials_reaches_the_model_masked(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An echo tool's answer (text, a part for the user, structured content with the
+    credentials as a value and as a key) is masked as an error result is."""
+    caplog.set_level(logging.DEBUG)
+    calls = (ToolExecutionRequest(id="c1", name="echo", arguments="{}"),)
+    model = ScriptedChatModel([AiMessage(tool_execution_requests=calls), AiMessage("ok")])
+    set_content_capture(True)
+    try:
+        with tracing() as spans, EchoingServer("echo") as url:
+            async with asyncio.timeout(TEST_TIMEOUT), McpClient(config(url + "/mcp")) as client:
+                service = ToolService().tools(await client.list_tools())
+                result = await service.achat(model, None, "go")
+                direct = await client.list_tools()
+                value = await direct[[t.card.name for t in direct].index("echo")].ainvoke({})
+    finally:
+        set_content_capture(None)
+    answer: Any = result.messages[2]
+    assert not answer.is_error and "you sent ***" in answer.text
+    assert "***" in repr(value)
+    found = scan(caplog)
+    found.add_messages(result.messages)
+    found.add_messages(model.requests[1].messages)
+    found.add_spans(spans)
+    found.add("value", repr(value))
+    found.add("execution", repr(result.tool_executions[0].result))
+    assert found.check() > 0
+
+
 class RotatingAuth(httpx2.Auth):
     """Adds a token the configuration never saw, and holds it where the SDK's OAuth
     provider does (``context.current_tokens``)."""

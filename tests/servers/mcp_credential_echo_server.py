@@ -5,7 +5,8 @@ percent-encoded. Modes:
 - ``challenge``: every request is answered 401 with the credentials in ``WWW-Authenticate``;
 - ``echo`` (streamable HTTP): the handshake succeeds; tool ``fail`` is answered with a
   JSON-RPC error echoing them, tool ``error_result`` with an ``isError`` result echoing
-  them, after a ``notifications/message`` log echoing them;
+  them, after a ``notifications/message`` log echoing them, tool ``echo`` with a successful
+  result echoing them in its text, a text part for the user and its structured content;
 - ``sse-challenge`` / ``sse-500`` (SSE transport): ``GET /sse`` is answered 401 (echo in
   ``WWW-Authenticate``) or 500 with the credentials in the status line's reason phrase.
 
@@ -84,13 +85,21 @@ class Handler(BaseHTTPRequestHandler):
             }
         elif method == "tools/list":
             tools = [
-                {"name": n, "inputSchema": {"type": "object"}} for n in ("fail", "error_result")
+                {"name": n, "inputSchema": {"type": "object"}}
+                for n in ("fail", "error_result", "echo")
             ]
             answer["result"] = {"tools": tools}
         elif method == "tools/call":
             text = echo_text(self.headers)
             if message["params"]["name"] == "fail":
                 answer = {"error": {"code": -32603, "message": f"bad credentials: {text}"}}
+            elif message["params"]["name"] == "echo":
+                content = [
+                    {"type": "text", "text": f"you sent {text}"},
+                    {"type": "text", "text": text, "annotations": {"audience": ["user"]}},
+                ]
+                structured = {"request": {"headers": [text], text: "as a key"}}
+                answer["result"] = {"content": content, "structuredContent": structured}
             else:
                 log = {"level": "error", "logger": "auth", "data": f"client sent {text}"}
                 events.append({"jsonrpc": "2.0", "method": "notifications/message", "params": log})

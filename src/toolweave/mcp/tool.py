@@ -124,8 +124,9 @@ def mcp_result_to_value(
 ) -> Any:
     """Turn a ``tools/call`` result into a toolweave value.
 
-    - ``isError`` → raises `McpError` (182301) whose message is the server's text (passed
-      through `mask` when given: an `McpTool` masks its client's credentials), so an
+    - with `mask` (an `McpTool` passes its client's), the text, text parts and structured
+      content are masked first: a server may echo the client's credentials in any answer;
+    - ``isError`` → raises `McpError` (182301) whose message is the server's text, so an
       executor produces an error result the model can read;
     - only text blocks → the texts joined with a blank line (``"\\n\\n"``);
     - a block whose ``audience`` leaves out ``"assistant"`` is kept as a part (so the
@@ -157,16 +158,20 @@ def mcp_result_to_value(
                 media = True
             parts.append(part)
     text = "\n\n".join(texts)
+    structured = result.structured_content
+    if mask is not None:  # a server may echo the client's credentials in any answer
+        text = mask(text)
+        if parts:
+            parts = [_masked_part(p, mask) for p in parts]
+        if structured is not None:
+            structured = _masked_value(structured, mask)
     if result.is_error:
-        if mask is not None:
-            text = mask(text)
         raise McpError(
             text or f"tool {tool_name!r} reported an error without a message",
             code=ErrorCode.MCP_EXECUTION_ERROR,
             tool_name=tool_name or None,
             details={"is_error": True},
         )
-    structured = result.structured_content
     if structured is not None and media:
         return ToolExecutionResult(
             text=text, result=structured, contents=tuple(parts), structured=structured
@@ -178,6 +183,40 @@ def mcp_result_to_value(
     if texts:
         return text
     return structured
+
+
+def _masked_part(part: ContentPart, mask: Callable[[str], str]) -> ContentPart:
+    if isinstance(part, TextContent):
+        masked = mask(part.text)
+        if masked != part.text:
+            return part.model_copy(update={"text": masked})
+    return part
+
+
+def _masked_value(value: Any, mask: Callable[[str], str]) -> Any:
+    """`value` (structured content: JSON data) with `mask` applied to every string, keys
+    included; iterative, so any depth is fine. `value` itself is left as it is."""
+    if isinstance(value, str):
+        return mask(value)
+    if not isinstance(value, (dict, list)):
+        return value
+    out: Any = {} if isinstance(value, dict) else []
+    stack: list[tuple[Any, Any]] = [(value, out)]
+    while stack:
+        source, target = stack.pop()
+        items = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, item in items:
+            if isinstance(item, str):
+                item = mask(item)
+            elif isinstance(item, (dict, list)):
+                copy: Any = {} if isinstance(item, dict) else []
+                stack.append((item, copy))
+                item = copy
+            if isinstance(target, dict):
+                target[mask(key) if isinstance(key, str) else key] = item
+            else:
+                target.append(item)
+    return out
 
 
 def _annotations(block: Any) -> Annotations | None:
