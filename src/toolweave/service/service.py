@@ -5,6 +5,10 @@ loop, `achat_stream`/`chat_stream` yield its events. The rules (docs/loop.md):
 
 - registered tools are merged into the request parameters (the caller's other parameters
   win; tools the caller passes are kept and come first);
+- toolsets (`ToolService(toolsets=[...])`, `.toolsets(...)`) are asked before every model
+  request for the step's tools and instructions; their tools follow the service's own, a
+  name offered twice in a step is a `ToolNameConflictError`, and the request is rebuilt
+  only when a set answered with other tools (docs/toolsets.md);
 - `max_tool_calling_round_trips` counts tool rounds: the model may ask for tools that many
   times; asking once more raises `ToolLoopLimitError` (same rule for every face);
 - the calls of one round run concurrently, with no cap by default; bounds are opt-in: per
@@ -70,7 +74,7 @@ from ..errors import (
     ToolNotSupportedError,
     ToolweaveError,
 )
-from ..execution.executor import DefaultToolExecutor, _CallableExecutor, as_executor, error_text
+from ..execution.executor import DefaultToolExecutor, _CallableExecutor, error_text
 from ..execution.requests import ToolExecutionRequest
 from ..execution.results import ToolExecution, ToolExecutionResult
 from ..schema.arguments import parse_arguments
@@ -78,11 +82,13 @@ from ..schema.output import OutputSchema, OutputValidationError, PartialJsonStre
 from ..schema.validation import JsonSchemaArgumentsValidator
 from ..tools.approval import needs_approval, validated_arguments
 from ..tools.base import Tool
-from ..tools.card import ReturnBehavior, ToolCard, ToolInfo
-from ..tools.decorator import tool as make_tool
-from ..tools.decorator import tools_from
+from ..tools.card import ReturnBehavior, ToolCard
 from ..tools.local_function import LocalFunction
 from ..tools.source import ToolSource
+from ..toolsets.abstract import UNKNOWN, Toolset, ToolsetTool
+from ..toolsets.function import FunctionToolset, Options
+from ..toolsets.offering import Offering, with_instructions
+from ..toolsets.step import StepContext
 from .approvals import (
     ApprovalRequired,
     Approve,
@@ -136,7 +142,7 @@ ServiceEvent = (
 )
 
 
-_UNKNOWN: Any = object()
+_UNKNOWN: Any = UNKNOWN
 
 
 class _ServiceChannel:
@@ -185,28 +191,9 @@ class _ServiceChannel:
         raise ToolNotSupportedError("elicitation is not available inside ToolService")
 
 
-@dataclass(slots=True)
-class _Entry:
-    """A registered tool with its executor and registration options. A `Tool` registered
-    without options is kept as it is in `ToolService._entries` (registering thousands of
-    tools does no per-tool work) and becomes an `_Entry` on its first call."""
-
-    card: ToolCard
-    executor: Any
-    limit: Limit | None = None
-    parallel_safe: bool | None = None
-    """The registration's `parallel_safe`, else the card's when it was given explicitly."""
-    instance: Any = _UNKNOWN
-    """The object whose bound method the tool is (None when there is none), found lazily."""
-    deferred: bool = False
-    """Calls are answered by the caller (`ToolService.deferred`), never run here."""
-    validator: Any = None
-    """The card's argument validator, for an approval policy of a tool run by an executor of
-    the caller's (built on first use)."""
-
-    @property
-    def barrier(self) -> bool:
-        return self.parallel_safe is False
+_Entry = ToolsetTool
+"""A tool the loop can run: its card, executor and registration options (a registered
+`Tool` without options stays as it is in the registry until its first call)."""
 
 
 @dataclass(slots=True, eq=False, weakref_slot=True)
@@ -259,7 +246,11 @@ class _Run:
     """The conversation's `invoke_agent` span (None when tracing is off)."""
     entries: dict[str, _Entry | Tool] | None = None
     """The tools of the current round: the service's as the round's request was built (a
-    refresh from a `ToolSource` replaces the service's dict, never this one)."""
+    refresh from a `ToolSource` replaces the service's dict, never this one), or the
+    step's offering's when the service asks toolsets per step."""
+    offering: Offering | None = None
+    """The union of the toolsets' tools for the current step (None: the service's own
+    tools, no per-step asking)."""
 
     def result(
         self,
@@ -412,6 +403,7 @@ class ToolService:
         tool_search: ToolSearchStrategy | None = None,
         reset_tool_choice: bool = True,
         callbacks: CallbackFramework | None = None,
+        toolsets: Sequence[Toolset] = (),
     ) -> None:
         if max_tool_calling_round_trips < 0:
             raise ValueError("max_tool_calling_round_trips must not be negative")
@@ -427,14 +419,19 @@ class ToolService:
         self.tool_search = tool_search
         self.reset_tool_choice = reset_tool_choice
         self._callbacks = callbacks
-        self._entries: dict[str, _Entry | Tool] = {}
+        self._functions = FunctionToolset(label="ToolService")
+        """The tools registered with `tools`, `tool` and `deferred`."""
+        self._functions.wrap = self._wrap
+        self._functions.reserved = self._reserved
+        self._functions.on_source = self._add_source
+        self._toolsets: list[Toolset] = []
         # (pause id, call id) -> the first decision's kind ("approve", "deny", "result"),
         # oldest first
         self._decided: dict[tuple[str, str], str] = {}
-        self._cards: tuple[ToolCard, ...] | None = None
         self._sources: list[_Source] = []
         self._version = 0
         """Bumped when a refresh changes the tools (a running loop rebuilds its request)."""
+        self.toolsets(*toolsets)
 
     # registration ---------------------------------------------------------------------------
     @property
@@ -442,76 +439,32 @@ class ToolService:
         """The callback framework for loop events (the global one by default)."""
         return self._callbacks if self._callbacks is not None else callback_framework
 
+    @property
+    def _entries(self) -> dict[str, _Entry | Tool]:
+        """The registry of the service's own tools, by name (a bare `Tool` until its first
+        call)."""
+        return self._functions._entries
+
+    @_entries.setter
+    def _entries(self, entries: dict[str, _Entry | Tool]) -> None:
+        self._functions._entries = entries
+        self._functions.changed()
+
+    def _reserved(self) -> str | None:
+        return self.tool_search.card.name if self.tool_search is not None else None
+
     def _check_new(self, name: str) -> None:
-        if name in self._entries or (
-            self.tool_search is not None and name == self.tool_search.card.name
-        ):
-            raise ToolCardError(
-                f"duplicate tool name {name!r}: a tool with this name is already registered"
-            )
+        self._functions.check_new(name)
 
     def _wrap(self, executor: Any) -> Any:
         """The executor the loop calls for a registered one (a hook for subclasses)."""
         return executor
 
-    def _add(
-        self,
-        card: ToolCard,
-        executor: Any,
-        max_concurrency: int | None = None,
-        parallel_safe: bool | None = None,
-        requires_approval: Any = None,
-    ) -> None:
-        self._check_new(card.name)
-        if requires_approval is not None and requires_approval is not card.requires_approval:
-            card = card.model_copy(update={"requires_approval": requires_approval})
-        self._entries[card.name] = _entry(
-            card, self._wrap(executor), max_concurrency, parallel_safe
-        )
-        self._cards = None
-
-    def _add_tool(
-        self,
-        t: Tool,
-        max_concurrency: int | None = None,
-        parallel_safe: bool | None = None,
-        requires_approval: Any = None,
-    ) -> None:
-        self._check_new(t.card.name)
-        self._entries[t.card.name] = self._made(
-            t, max_concurrency, parallel_safe, requires_approval
-        )
-        self._cards = None
-
-    def _made(
-        self,
-        t: Tool,
-        max_concurrency: int | None = None,
-        parallel_safe: bool | None = None,
-        requires_approval: Any = None,
-    ) -> _Entry | Tool:
-        """What `_entries` holds for `t`: the tool itself without options (the executor is
-        made on the first call), else its entry."""
-        if max_concurrency is None and parallel_safe is None and requires_approval is None:
-            return t
-        card = t.card
-        if requires_approval is not None and requires_approval is not card.requires_approval:
-            card = card.model_copy(update={"requires_approval": requires_approval})
-        executor = self._wrap(DefaultToolExecutor(t, propagate_errors=True))
-        return _entry(card, executor, max_concurrency, parallel_safe)
-
     def _entry(self, name: str, run: _Run | None = None) -> _Entry | None:
         """The entry registered under `name` (made from a bare `Tool` on first use), among
         the tools of `run`'s current round when given."""
-        entries = self._entries if run is None or run.entries is None else run.entries
-        value = entries.get(name)
-        if value is None or type(value) is _Entry:
-            return value
-        assert isinstance(value, Tool)
-        entry = _entry(value.card, self._wrap(DefaultToolExecutor(value, propagate_errors=True)))
-        entries[name] = entry
-        if entries is not self._entries and self._entries.get(name) is value:
-            self._entries[name] = entry  # the tool is still registered: one entry for both
+        entries = None if run is None else run.entries
+        entry: _Entry | None = self._functions.entry(name, entries)
         return entry
 
     def tools(
@@ -529,61 +482,15 @@ class ToolService:
         methods of one object run concurrently, False makes each tool a barrier);
         `requires_approval` overrides the cards' (True, False, or a function of the
         arguments and the `ToolContext`; see docs/approvals.md)."""
-        if max_concurrency is not None and max_concurrency < 1:
-            raise ValueError("max_concurrency must be at least 1 (or None: no bound)")
-        options = (max_concurrency, parallel_safe, requires_approval)
-        plain = max_concurrency is None and parallel_safe is None and requires_approval is None
-        entries = self._entries
-        search = self.tool_search.card.name if self.tool_search is not None else None
-        for obj in objects:
-            source = getattr(obj, "tool_source", None) if isinstance(obj, list) else None
-            if source is not None and isinstance(source, ToolSource):
-                self._add_source(obj, source, options)
-            elif isinstance(obj, (list, tuple)) and plain:
-                if not _add_bulk(entries, obj, search):
-                    for item in obj:  # mixed items, or a duplicate to report
-                        if isinstance(item, Tool):
-                            name = item.card.name
-                            if name in entries or name == search:
-                                self._check_new(name)
-                            entries[name] = item
-                        else:
-                            self.tools(item)
-                self._cards = None
-            elif isinstance(obj, Tool):
-                self._add_tool(obj, *options)
-            elif isinstance(obj, Mapping):
-                for key, executor in obj.items():
-                    self.tool(
-                        key,
-                        executor,
-                        max_concurrency=max_concurrency,
-                        parallel_safe=parallel_safe,
-                        requires_approval=requires_approval,
-                    )
-            elif isinstance(obj, (list, tuple, set, frozenset)):
-                self.tools(
-                    *obj,
-                    max_concurrency=max_concurrency,
-                    parallel_safe=parallel_safe,
-                    requires_approval=requires_approval,
-                )
-            elif inspect.isfunction(obj) or inspect.ismethod(obj) or inspect.isbuiltin(obj):
-                self._add_tool(make_tool(obj), *options)
-            else:
-                found = tools_from(obj)
-                if not found:
-                    raise ToolCardError(
-                        f"{type(obj).__name__} has no @tool methods and is not a tool, a "
-                        "function, or a mapping of cards to executors"
-                    )
-                for t in found:
-                    self._add_tool(t, *options)
+        self._functions.tools(
+            *objects,
+            max_concurrency=max_concurrency,
+            parallel_safe=parallel_safe,
+            requires_approval=requires_approval,
+        )
         return self
 
-    def _add_source(
-        self, tools: list[Any], source: ToolSource, options: tuple[int | None, bool | None, Any]
-    ) -> None:
+    def _add_source(self, tools: list[Any], source: ToolSource, options: Options) -> None:
         """Register a source's listing (all or nothing) and follow the source's changes."""
         if not all(isinstance(t, Tool) for t in tools):
             raise ToolCardError(f"the listing of {source!r} holds something that is not a Tool")
@@ -594,8 +501,8 @@ class ToolService:
             raise ToolCardError(f"the listing of {source!r} repeats a tool name")
         state = _Source(source, {t.card.name: t.card for t in tools}, options)
         for t in tools:
-            self._entries[t.card.name] = self._made(t, *options)
-        self._cards = None
+            self._entries[t.card.name] = self._functions.made(t, options)
+        self._functions.changed()
         self._sources.append(state)
         source.watch(state.changed)
 
@@ -639,7 +546,7 @@ class ToolService:
                 )
                 continue
             listed.add(name)
-            entries[name] = self._made(t, *state.options)
+            entries[name] = self._functions.made(t, state.options)
             state.cards[name] = t.card
             changed = True
         for name in [n for n in state.cards if n not in listed]:
@@ -648,7 +555,6 @@ class ToolService:
             changed = True
         if changed:
             self._entries = entries
-            self._cards = None
             self._version += 1
 
     def tool(
@@ -664,20 +570,13 @@ class ToolService:
         `spec` is a `ToolCard`, a `ToolInfo`, a function descriptor (`{"name", "description",
         "parameters"}`, or OpenAI's `{"type": "function", "function": {...}}`) or a name.
         `max_concurrency`, `parallel_safe` and `requires_approval` as for `tools`."""
-        if max_concurrency is not None and max_concurrency < 1:
-            raise ValueError("max_concurrency must be at least 1 (or None: no bound)")
-        if isinstance(method_or_executor, str):
-            attr = getattr(obj, method_or_executor, None)
-            if attr is None:
-                raise ToolCardError(f"{type(obj).__name__} has no method {method_or_executor!r}")
-            made = attr if isinstance(attr, LocalFunction) else make_tool(attr)
-            self._add_tool(made, max_concurrency, parallel_safe, requires_approval)
-            return self
-        card = _card_of(obj)
-        executor = method_or_executor
-        if isinstance(executor, Tool):
-            executor = DefaultToolExecutor(executor, propagate_errors=True)
-        self._add(card, as_executor(executor), max_concurrency, parallel_safe, requires_approval)
+        self._functions.tool(
+            obj,
+            method_or_executor,
+            max_concurrency=max_concurrency,
+            parallel_safe=parallel_safe,
+            requires_approval=requires_approval,
+        )
         return self
 
     def deferred(self, *specs: Any) -> ToolService:
@@ -686,20 +585,13 @@ class ToolService:
         the caller resumes it with a `DeferredResult` per call (e.g. a tool the browser
         runs). `specs` are as for `tool(spec, executor)`: cards, `ToolInfo`s, function
         descriptors or names."""
-        for spec in specs:
-            card = _card_of(spec)
-            self._check_new(card.name)
-            entry = _entry(card, _NOT_RUN)
-            entry.deferred = True
-            self._entries[card.name] = entry
-            self._cards = None
+        self._functions.deferred(*specs)
         return self
 
     def remove(self, name: str) -> None:
         """Unregister the tool called `name` (a refresh of its `ToolSource` does not bring
         it back)."""
-        del self._entries[name]
-        self._cards = None
+        self._functions.remove(name)
         for state in self._sources:
             if state.cards.pop(name, None) is not None:
                 state.excluded.add(name)
@@ -707,9 +599,20 @@ class ToolService:
     @property
     def tool_cards(self) -> tuple[ToolCard, ...]:
         """The cards of every registered tool, in registration order."""
-        if self._cards is None:
-            self._cards = tuple(e.card for e in self._entries.values())
-        return self._cards
+        return self._functions.tool_cards
+
+    def toolsets(self, *toolsets: Toolset) -> ToolService:
+        """Add toolsets: each is asked, before every model request, for the tools to offer
+        (after the service's own, in the order added) and for instructions to add to the
+        system text (docs/toolsets.md)."""
+        for toolset in toolsets:
+            if not isinstance(toolset, Toolset):
+                raise TypeError(
+                    f"{toolset!r} is not a Toolset (register tools with .tools(...), or wrap "
+                    "them: FunctionToolset(...))"
+                )
+            self._toolsets.append(toolset)
+        return self
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -884,14 +787,30 @@ class ToolService:
         return run
 
     def _visible_cards(self, run: _Run) -> tuple[ToolCard, ...]:
+        offering = run.offering
         if self.tool_search is None:
-            return self.tool_cards
+            return self.tool_cards if offering is None else offering.cards
+        entries = self._entries if offering is None else offering.tools
         visible = [
             e.card
-            for name, e in self._entries.items()
+            for name, e in entries.items()
             if name in self.tool_search.always_visible or name in run.found
         ]
         return (*visible, self.tool_search.card)
+
+    async def _step(self, run: _Run, rounds: int) -> bool:
+        """Ask the toolsets for the step about to be sent; whether its tools changed."""
+        assert run.offering is not None
+        ctx = StepContext(
+            round=rounds,
+            messages=tuple(run.messages),
+            usage=run.usage,
+            memory_id=run.memory_id,
+            context=run.context,
+        )
+        changed = await run.offering.step(ctx)
+        run.entries = run.offering.tools  # type: ignore[assignment]
+        return changed
 
     def _forces_tools(self, run: _Run) -> bool:
         choice = run.parameters.tool_choice
@@ -919,6 +838,10 @@ class ToolService:
         if self._sources:
             await self._refresh()
         run.entries = self._entries
+        if self._toolsets or self._functions.dynamic:
+            run.offering = Offering((self._functions, *self._toolsets))
+            await self._step(run, rounds)
+        stepped = run.offering is not None  # the first step is asked already
         version = self._version
         parameters = self._parameters(run)
         pending: list[ToolExecutionRequest] = []
@@ -944,18 +867,23 @@ class ToolService:
                 if self._sources:
                     await self._refresh()  # a round's tools are the ones its request offered
                     run.entries = self._entries
+                changed = False
+                if run.offering is not None:
+                    changed = stepped or await self._step(run, rounds)
+                    stepped = False
                 if rounds and self._forces_tools(run):
                     # a forced choice would make the model call tools forever
                     run.parameters = run.parameters.model_copy(
                         update={"tool_choice": ToolChoice.AUTO}
                     )
                     parameters = self._parameters(run)
-                elif self.tool_search is not None or version != self._version:
+                elif self.tool_search is not None or version != self._version or changed:
                     parameters = self._parameters(run)
                 version = self._version
-                request = ChatRequest.model_construct(
-                    messages=tuple(run.messages), parameters=parameters
-                )
+                sent = tuple(run.messages)
+                if run.offering is not None and run.offering.instructions:
+                    sent = with_instructions(sent, run.offering.instructions)
+                request = ChatRequest.model_construct(messages=sent, parameters=parameters)
                 await self._fire(E.MODEL_REQUEST, request=request, memory_id=run.memory_id)
                 run.gates.clear()  # a new turn's calls are gated afresh, whatever their ids
                 turn = _Turn(asyncio.Queue() if streaming else None)
@@ -1672,9 +1600,10 @@ class ToolService:
 
     async def _run_search(self, call: ToolExecutionRequest, run: _Run) -> ToolExecutionResult:
         assert self.tool_search is not None
+        entries = self._entries if run.offering is None else run.offering.tools
         hidden = [
             e.card
-            for name, e in self._entries.items()
+            for name, e in entries.items()
             if name not in self.tool_search.always_visible and name not in run.found
         ]
         try:
@@ -1688,39 +1617,6 @@ class ToolService:
         return ToolExecutionResult(
             text=text, result=names, attributes={FOUND_TOOLS_ATTRIBUTE: names}
         )
-
-
-def _entry(
-    card: ToolCard,
-    executor: Any,
-    max_concurrency: int | None = None,
-    parallel_safe: bool | None = None,
-) -> _Entry:
-    if max_concurrency is None:
-        max_concurrency = card.max_concurrency
-    if parallel_safe is None and (
-        card.parallel_safe is False or "parallel_safe" in card.model_fields_set
-    ):
-        parallel_safe = card.parallel_safe
-    limit = Limit(max_concurrency) if max_concurrency is not None else None
-    return _Entry(card, executor, limit, parallel_safe)
-
-
-def _add_bulk(
-    entries: dict[str, Any], tools: list[Any] | tuple[Any, ...], search: str | None
-) -> bool:
-    """Register a list of `Tool`s in one pass (W8: 10,000 tools); False, with nothing
-    registered, when an item is not a `Tool` or a name is taken (the caller goes one by one)."""
-    try:
-        new = {t._card.name: t for t in tools if isinstance(t, Tool)}
-    except AttributeError:  # pragma: no cover - a Tool subclass without a card
-        return False
-    if len(new) != len(tools) or (search is not None and search in new):
-        return False
-    if entries and not new.keys().isdisjoint(entries):
-        return False
-    entries.update(new)
-    return True
 
 
 def _tool_behind(executor: Any) -> Tool | None:
@@ -1777,31 +1673,6 @@ class _Holding:
             guard.release()
 
 
-def _card_of(spec: Any) -> ToolCard:
-    """A card for `ToolService.tool(spec, executor)` (see there)."""
-    if isinstance(spec, ToolCard):
-        return spec
-    if isinstance(spec, ToolInfo):
-        spec = spec.model_dump()
-    if isinstance(spec, Mapping):
-        fn = spec.get("function") if spec.get("type") == "function" else None
-        desc = fn if isinstance(fn, Mapping) else spec
-        if "name" not in desc:
-            raise ToolCardError("a tool specification needs a 'name'")
-        params = desc.get("parameters")
-        return ToolCard(
-            name=desc["name"],
-            description=desc.get("description") or "",
-            **({"input_params": params} if params else {}),
-        )
-    if isinstance(spec, str):
-        return ToolCard(name=spec)
-    raise ToolCardError(
-        f"cannot make a tool card from {type(spec).__name__}: pass a ToolCard, a ToolInfo, a "
-        "function descriptor dict or a name"
-    )
-
-
 def _is_plain_sync(executor: Any) -> bool:
     tool = getattr(executor, "tool", None)
     return (
@@ -1811,19 +1682,6 @@ def _is_plain_sync(executor: Any) -> bool:
         and tool.supports_invoke()
         and tool.card.timeout is None
     )
-
-
-class _NotRun:
-    """The executor of a deferred tool: the loop never calls it."""
-
-    async def aexecute_with_result(self, *args: Any, **kwargs: Any) -> ToolExecutionResult:
-        raise ToolweaveError("a deferred tool is answered by the caller, not run by toolweave")
-
-    def execute_with_result(self, *args: Any, **kwargs: Any) -> ToolExecutionResult:
-        raise ToolweaveError("a deferred tool is answered by the caller, not run by toolweave")
-
-
-_NOT_RUN = _NotRun()
 
 
 class _Abort(Exception):
