@@ -35,6 +35,7 @@ from ..service.approvals import (
     Deny,
     InvalidConversationStateError,
     PendingCall,
+    check_decision_kind,
     decision_message,
     read_decision,
 )
@@ -153,19 +154,7 @@ def _describe(decision: Decision) -> str:
 
 def _check_decision(call: PendingCall, decision: Any) -> None:
     """`decision` fits `call` (its kind and its fields), before anything is recorded."""
-    if not isinstance(decision, Approve | Deny | DeferredResult):
-        raise TypeError(
-            f"the decision for {call.id!r} is a {type(decision).__name__}: use Approve, Deny "
-            "or DeferredResult"
-        )
-    if call.reason == "deferred" and isinstance(decision, Approve):
-        raise InvalidConversationStateError(
-            f"{call.id!r} is a deferred call: answer it with DeferredResult (or Deny)"
-        )
-    if call.reason == "approval" and isinstance(decision, DeferredResult):
-        raise InvalidConversationStateError(
-            f"{call.id!r} waits for approval: answer it with Approve or Deny"
-        )
+    check_decision_kind(call, decision)
     if isinstance(decision, Approve) and decision.arguments is not None:
         arguments = decision.arguments
         if isinstance(arguments, str):

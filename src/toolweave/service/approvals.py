@@ -479,19 +479,24 @@ def check_decisions(state: ConversationState, decisions: Mapping[str, Decision])
                 f"a decision for {call_id!r}, which is not a pending call "
                 f"(pending: {', '.join(pending) or 'none'})"
             )
-        if not isinstance(decision, Approve | Deny | DeferredResult):
-            raise TypeError(
-                f"the decision for {call_id!r} is a {type(decision).__name__}: use Approve, "
-                "Deny or DeferredResult"
-            )
-        if call.reason == "deferred" and isinstance(decision, Approve):
-            raise InvalidConversationStateError(
-                f"{call_id!r} is a deferred call: answer it with DeferredResult (or Deny)"
-            )
-        if call.reason == "approval" and isinstance(decision, DeferredResult):
-            raise InvalidConversationStateError(
-                f"{call_id!r} waits for approval: answer it with Approve or Deny"
-            )
+        check_decision_kind(call, decision)
+
+
+def check_decision_kind(call: PendingCall, decision: Any) -> None:
+    """`decision` is a decision, of a kind that answers `call` (approval or deferred)."""
+    if not isinstance(decision, Approve | Deny | DeferredResult):
+        raise TypeError(
+            f"the decision for {call.id!r} is a {type(decision).__name__}: use Approve, "
+            "Deny or DeferredResult"
+        )
+    if call.reason == "deferred" and isinstance(decision, Approve):
+        raise InvalidConversationStateError(
+            f"{call.id!r} is a deferred call: answer it with DeferredResult (or Deny)"
+        )
+    if call.reason == "approval" and isinstance(decision, DeferredResult):
+        raise InvalidConversationStateError(
+            f"{call.id!r} waits for approval: answer it with Approve or Deny"
+        )
 
 
 def _check_fields(call_id: str, decision: Any) -> None:
