@@ -10,6 +10,7 @@ starts.
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -100,10 +101,16 @@ def pid() -> int:
 
 @server.tool()
 def auth_seen(ctx: Context) -> str:
-    """The Authorization header and query string this request came with (HTTP transports)."""
+    """A fingerprint of the Authorization header and the query string this request came with.
+
+    The fingerprint (sha256, 16 hex digits) and not the header itself: a result echoing the
+    client's credentials reaches the caller masked, by design.
+    """
     headers = ctx.headers or {}
     url = getattr(ctx.request_context.request, "url", None)
-    return f"{headers.get('authorization', '')}|{getattr(url, 'query', '')}"
+    header = headers.get("authorization", "")
+    seen = hashlib.sha256(header.encode()).hexdigest()[:16] if header else ""
+    return f"{seen}|{getattr(url, 'query', '')}"
 
 
 if __name__ == "__main__":
