@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -114,3 +116,33 @@ async def test_a_sync_tool_raising_stop_iteration_fails_instead_of_hanging() -> 
         with pytest.raises(RuntimeError, match="raised StopIteration") as raised:
             await first.ainvoke({"items": []})
     assert isinstance(raised.value.__cause__, StopIteration)
+
+
+_STUCK_THEN_EXIT = """
+import asyncio, threading
+from toolweave import ToolTimeoutError, tool
+
+never = threading.Event()
+
+@tool(timeout=0.1)
+def stuck() -> str:
+    '''Never returns.'''
+    never.wait()
+    return "unreachable"
+
+for call in (lambda: stuck.invoke({}), lambda: asyncio.run(stuck.ainvoke({}))):
+    try:
+        call()
+    except ToolTimeoutError:
+        pass
+print("done", flush=True)
+"""
+
+
+def test_a_sync_tool_that_never_returns_does_not_keep_the_interpreter_alive() -> None:
+    # A timed-out sync call keeps its thread; the process must still exit when the script
+    # ends (a thread pool's worker would be joined at exit, forever).
+    done = subprocess.run(
+        [sys.executable, "-c", _STUCK_THEN_EXIT], capture_output=True, text=True, timeout=120
+    )
+    assert (done.returncode, done.stdout) == (0, "done\n"), done.stderr

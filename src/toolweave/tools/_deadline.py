@@ -61,20 +61,27 @@ def call_within(
 ) -> T:
     """Run the sync `fn(args, **kwargs)` and give up waiting for it after `timeout` seconds."""
     ctx = contextvars.copy_context()
-    # A thread of its own, not the shared worker pool: a call that never returns
-    # keeps its thread, and must not take a pool slot from every later sync tool.
-    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="toolweave-tool")
-    try:
-        future = pool.submit(ctx.run, fn, args, **kwargs)  # type: ignore[arg-type]
+    future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def run() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
         try:
-            return future.result(timeout)
-        except concurrent.futures.TimeoutError:
-            if future.done():
-                raise  # the tool's own TimeoutError, not our deadline
-            future.cancel()
-            raise timeout_error(tool_name, timeout) from None
-    finally:
-        pool.shutdown(wait=False)
+            future.set_result(ctx.run(fn, args, **kwargs))
+        except BaseException as error:  # handed to the caller, who re-raises it
+            future.set_exception(error)
+
+    # A daemon thread of its own, not a pool's: a call that never returns keeps its thread,
+    # which must neither take a slot from every later sync tool nor keep the interpreter
+    # from exiting (a pool's workers are joined at exit).
+    threading.Thread(target=run, name=f"toolweave-tool-{tool_name}", daemon=True).start()
+    try:
+        return future.result(timeout)
+    except concurrent.futures.TimeoutError:
+        if future.done():
+            raise  # the tool's own TimeoutError, not our deadline
+        future.cancel()
+        raise timeout_error(tool_name, timeout) from None
 
 
 async def await_within(call: Coroutine[Any, Any, T], timeout: float | None, tool_name: str) -> T:
