@@ -35,6 +35,7 @@ from .result import (
 )
 from .search import KeywordToolSearch, ToolSearchStrategy
 from .service import ServiceEvent, ToolService
+from .subagent import ConversationTool, NestedEvent
 
 __all__ = [
     "RETHROW",
@@ -45,6 +46,7 @@ __all__ = [
     "ChatCompleted",
     "ChatStatus",
     "ConversationState",
+    "ConversationTool",
     "Decision",
     "DeferredResult",
     "Deny",
@@ -53,6 +55,7 @@ __all__ = [
     "HallucinatedToolStrategyFunction",
     "InvalidConversationStateError",
     "KeywordToolSearch",
+    "NestedEvent",
     "PartialOutput",
     "PendingCall",
     "ServiceEvent",

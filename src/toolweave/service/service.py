@@ -83,6 +83,7 @@ from ..schema.validation import JsonSchemaArgumentsValidator
 from ..tools.approval import needs_approval, validated_arguments
 from ..tools.base import Tool
 from ..tools.card import ReturnBehavior, ToolCard
+from ..tools.guardrails import Guardrail, check_guardrails
 from ..tools.local_function import LocalFunction
 from ..tools.source import ToolSource
 from ..toolsets.abstract import UNKNOWN, Toolset, ToolsetTool
@@ -104,6 +105,7 @@ from .approvals import (
     decision_kind,
     repeat_allowed,
 )
+from .guardrails import HALT_ATTRIBUTE, halted_error, run_guarded
 from .handlers import (
     HallucinatedToolStrategy,
     HallucinatedToolStrategyFunction,
@@ -404,6 +406,7 @@ class ToolService:
         reset_tool_choice: bool = True,
         callbacks: CallbackFramework | None = None,
         toolsets: Sequence[Toolset] = (),
+        guardrails: Sequence[Guardrail] = (),
     ) -> None:
         if max_tool_calling_round_trips < 0:
             raise ValueError("max_tool_calling_round_trips must not be negative")
@@ -432,6 +435,8 @@ class ToolService:
         self._version = 0
         """Bumped when a refresh changes the tools (a running loop rebuilds its request)."""
         self.toolsets(*toolsets)
+        self.guardrails = check_guardrails(guardrails)
+        """Run around every tool call, before the toolsets' and the tools' own guardrails."""
 
     # registration ---------------------------------------------------------------------------
     @property
@@ -1520,9 +1525,14 @@ class ToolService:
             return await self._hallucinated(call, run)
         try:
             executor = entry.executor
-            if inline and _is_plain_sync(executor):
+            guardrails = self._guardrails_of(entry)
+            if guardrails:
+                result: ToolExecutionResult = await self._guarded(
+                    guardrails, entry, call, run.memory_id, run.context, run.injected
+                )
+            elif inline and _is_plain_sync(executor):
                 # the sync face's engine loop serves nobody else: no thread hop needed
-                result: ToolExecutionResult = executor.execute_with_result(
+                result = executor.execute_with_result(
                     call, run.memory_id, context=run.context, injected=run.injected
                 )
             else:
@@ -1546,7 +1556,52 @@ class ToolService:
                 self.execution_error_handler, wrapped, call, run, counted=False
             )
         run.failures.pop(call.name, None)
+        if result.attributes and HALT_ATTRIBUTE in result.attributes:
+            halt = halted_error(call, result.attributes[HALT_ATTRIBUTE])
+            halt.__cause__ = result.error  # a guardrail's own exception, when it failed
+            raise _Abort(halt, result)
         return result
+
+    # guardrails (docs/policies.md) ------------------------------------------------------------
+    def _guardrails_of(self, entry: _Entry) -> tuple[Guardrail, ...]:
+        """The guardrails `_dispatch` runs around a call of `entry`: the service's, then the
+        card's (a toolset's `.guarded` put its own first there). A hook: a durable
+        conversation runs them inside the call's step instead."""
+        own = entry.card.guardrails
+        if not self.guardrails:
+            return own
+        return (*self.guardrails, *own) if own else self.guardrails
+
+    async def _guarded(
+        self,
+        guardrails: Sequence[Guardrail],
+        entry: _Entry,
+        call: ToolExecutionRequest,
+        memory_id: Any,
+        context: Any,
+        injected: Any,
+    ) -> ToolExecutionResult:
+        """Run `call` of `entry` through `guardrails` (see `service.guardrails`)."""
+        tool = _tool_behind(entry.executor)
+
+        async def prepare(given: ToolExecutionRequest) -> dict[str, Any]:
+            if tool is not None:
+                return await validated_arguments(tool, given)
+            if entry.validator is None:  # an executor of the caller's: the card's schema
+                entry.validator = JsonSchemaArgumentsValidator(
+                    entry.card.input_params, tool_name=given.name
+                )
+            arguments: dict[str, Any] = entry.validator.validate_json(given.arguments)
+            return arguments
+
+        async def execute(given: ToolExecutionRequest) -> ToolExecutionResult:
+            out: ToolExecutionResult = await entry.executor.aexecute_with_result(
+                given, memory_id, context=context, injected=injected
+            )
+            return out
+
+        ctx = ToolContext(call.name, call.id, memory_id, context, self.callbacks)
+        return await run_guarded(guardrails, call, ctx, prepare, execute)
 
     async def _handle(
         self,

@@ -21,6 +21,7 @@ from pydantic import (
 
 from .._utils.jsoncopy import copy_json
 from ..errors import ToolCardError
+from .guardrails import check_guardrails
 
 __all__ = ["TOOL_NAME_PATTERN", "ReturnBehavior", "ToolCard", "ToolInfo", "check_tool_name"]
 
@@ -123,6 +124,9 @@ class ToolCard(BaseModel):
     enabled: Any = True
     """Whether a `ToolService` offers the tool: a bool, or a function of the step's
     `StepContext` returning one, asked before every model request (docs/toolsets.md)."""
+    guardrails: tuple[Any, ...] = ()
+    """`InputGuardrail`s and `OutputGuardrail`s a `ToolService` runs around each call, after
+    the service's and the toolsets' own (docs/policies.md, "Guardrails")."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     properties: dict[str, Any] = Field(default_factory=dict)
 
@@ -172,6 +176,11 @@ class ToolCard(BaseModel):
                 f"got {type(v).__name__}"
             )
         return v
+
+    @field_validator("guardrails", mode="before")
+    @classmethod
+    def _check_guardrails(cls, v: Any) -> Any:
+        return check_guardrails(v)
 
     @field_validator("enabled")
     @classmethod

@@ -11,6 +11,7 @@ from ..callbacks.framework import CallbackFramework
 from ..errors import ToolCardError
 from ..schema.function_schema import function_schema
 from .card import ReturnBehavior, ToolCard, check_tool_name
+from .guardrails import check_guardrails
 from .local_function import LocalFunction
 
 __all__ = ["tool", "tools_from"]
@@ -34,6 +35,7 @@ def tool(
     max_concurrency: int | None = None,
     requires_approval: Any = None,
     enabled: Any = None,
+    guardrails: Sequence[Any] | None = None,
     metadata: Mapping[str, Any] | None = None,
     input_params: Mapping[str, Any] | type | None = None,
     card: ToolCard | None = None,
@@ -58,6 +60,7 @@ def tool(
     max_concurrency: int | None = None,
     requires_approval: Any = None,
     enabled: Any = None,
+    guardrails: Sequence[Any] | None = None,
     metadata: Mapping[str, Any] | None = None,
     input_params: Mapping[str, Any] | type | None = None,
     card: ToolCard | None = None,
@@ -81,6 +84,7 @@ def tool(
     max_concurrency: int | None = None,
     requires_approval: Any = None,
     enabled: Any = None,
+    guardrails: Sequence[Any] | None = None,
     metadata: Mapping[str, Any] | None = None,
     input_params: Mapping[str, Any] | type | None = None,
     card: ToolCard | None = None,
@@ -99,7 +103,8 @@ def tool(
     methods of its object in a `ToolService` round. `requires_approval` (True, or a function
     of the arguments and the `ToolContext`) makes `ToolService` ask before each call runs.
     `enabled` (a bool, or a function of the `StepContext`) says per step whether the tool is
-    offered at all (docs/toolsets.md).
+    offered at all (docs/toolsets.md). `guardrails` (`InputGuardrail`s and `OutputGuardrail`s)
+    check each call's arguments and result in a `ToolService` (docs/policies.md).
     """
 
     def build(fn: Callable[..., Any]) -> LocalFunction:
@@ -138,6 +143,7 @@ def tool(
                 max_concurrency=max_concurrency,
                 requires_approval=requires_approval,
                 enabled=enabled,
+                guardrails=guardrails,
                 metadata=metadata,
             )
             # a new card (and id): the prebuilt one may be registered as it is elsewhere
@@ -156,6 +162,8 @@ def tool(
             flags["requires_approval"] = requires_approval
         if enabled is not None:
             flags["enabled"] = enabled
+        if guardrails is not None:
+            flags["guardrails"] = guardrails
         the_card = ToolCard(
             name=tool_name,
             description=fs.description,
@@ -193,6 +201,7 @@ def _card_overrides(
     requires_approval: Any,
     enabled: Any,
     metadata: Mapping[str, Any] | None,
+    guardrails: Sequence[Any] | None = None,
 ) -> dict[str, Any]:
     """The fields that `@tool`'s explicit options change on a prebuilt card (openJiuwen:
     a card that disagrees with the options is rebuilt with them)."""
@@ -209,6 +218,7 @@ def _card_overrides(
         "max_concurrency": max_concurrency,
         "requires_approval": requires_approval,
         "enabled": enabled,
+        "guardrails": None if guardrails is None else check_guardrails(guardrails),
         "metadata": {**card.metadata, **metadata} if metadata else None,
     }
     out = {k: v for k, v in given.items() if v is not None and v != getattr(card, k)}

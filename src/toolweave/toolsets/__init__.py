@@ -9,6 +9,7 @@ from .approval import ApprovalRequiredToolset
 from .combined import CombinedToolset
 from .filtered import FilteredToolset
 from .function import FunctionToolset
+from .guarded import GuardedToolset
 from .prefixed import PrefixedToolset
 from .prepared import PreparedToolset
 from .renamed import RenamedToolset
@@ -22,6 +23,7 @@ __all__ = [
     "CombinedToolset",
     "FilteredToolset",
     "FunctionToolset",
+    "GuardedToolset",
     "NameFilter",
     "PrefixedToolset",
     "PreparedToolset",

@@ -4,7 +4,8 @@ A `ToolService` asks each of its toolsets, before every model request, for the t
 that step (`Toolset.get_tools`) and for text to add to the system message
 (`Toolset.instructions`); it offers the union and runs each call with the executor of the
 tool that was offered. Transforms wrap a toolset and are reached through fluent methods on
-the base (`.filtered`, `.prefixed`, `.renamed`, `.prepared`, `.with_approval`, `.wrapped`),
+the base (`.filtered`, `.prefixed`, `.renamed`, `.prepared`, `.with_approval`, `.wrapped`,
+`.guarded`),
 each returning a new toolset and leaving the original as it was.
 
 Request building stays cached while nothing changes: a toolset whose tools did not change
@@ -172,6 +173,11 @@ class Toolset(ABC):
         `await call_next(request)` runs it (with the request as given, or a changed one) and
         returns its `ToolExecutionResult`."""
         return self._transform("wrapped", around)
+
+    def guarded(self, *guardrails: Any) -> Toolset:
+        """Run `guardrails` (`InputGuardrail`s, `OutputGuardrail`s) around every call of the
+        set, after the service's and before the tools' own (docs/policies.md)."""
+        return self._transform("guarded", *guardrails)
 
 
 def same_or_new(
