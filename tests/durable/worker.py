@@ -24,6 +24,7 @@ from toolweave import AiMessage, ScriptedChatModel, tool
 from toolweave.chat.request import ChatRequest
 from toolweave.durable import DurableToolService, QueueSpec, UnknownOutcome, launch, shutdown
 from toolweave.execution.requests import ToolExecutionRequest
+from toolweave.toolsets import FunctionToolset
 
 CONVERSATIONS = "tw-conversations"
 TOOLS = "tw-tools"
@@ -180,6 +181,21 @@ def build(tool_queue: bool) -> None:
         on_unknown_outcome=unknown,
         reconcilers={"charge": reconcile},
     ).tools(lookup, charge, crunch)
+    # the `kill-*` tools offered by toolsets, not registered with the service
+    DurableToolService(
+        "kit",
+        model=ScriptedChatModel(script),
+        tool_queue=tq,
+        conversation_queue=cq,
+        on_unknown_outcome=unknown,
+        toolsets=[FunctionToolset(lookup, label="lookups"), FunctionToolset(charge).wrapped(_calm)],
+    ).tools(crunch)
+
+
+async def _calm(request: ToolExecutionRequest, call_next: object) -> object:
+    """A `.wrapped` transform around the toolset's calls (logged, so it is counted too)."""
+    log(f"wrapped {request.id}")
+    return await call_next(request)  # type: ignore[operator]
 
 
 def main() -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import inspect
 import logging
@@ -33,7 +34,7 @@ from .._utils.sync import reset_thread_loop, run_sync
 from ..chat.messages import ChatMessage, UserMessage
 from ..chat.model import ChatModel
 from ..chat.request import ChatRequest, ChatRequestParameters
-from ..chat.response import ChatResponse
+from ..chat.response import ChatResponse, TokenUsage
 from ..errors import ErrorCode, ToolweaveError
 from ..execution.requests import ToolExecutionRequest
 from ..execution.results import ToolExecutionResult
@@ -48,6 +49,9 @@ from ..service.approvals import (
 )
 from ..service.result import ChatCompleted, ToolChatResult
 from ..service.service import ServiceEvent, ToolService, _Run
+from ..toolsets.abstract import ToolsetTool
+from ..toolsets.offering import Offering
+from ..toolsets.step import StepContext
 from ._codec import (
     decode_messages,
     decode_outcome,
@@ -235,6 +239,9 @@ class _State:
     conversation_id: str
     outcomes: dict[str, dict[str, Any]] = field(default_factory=dict)
     round: int = 0
+    step: StepContext | None = None
+    """The step the toolsets were last asked for (a queued call of a toolset's tool is
+    looked up by asking the toolsets for it again, in the worker that runs it)."""
 
 
 _STATE: ContextVar[_State | None] = ContextVar("toolweave_durable_state", default=None)
@@ -276,6 +283,8 @@ class _CallContext:
     memory_id: Any
     context: Any
     injected: dict[str, Any] | None
+    entries: dict[str, Any] | None = None
+    """The round's tools (the service's and its toolsets'); None: the service's."""
 
 
 _StepRunner = Callable[
@@ -698,11 +707,27 @@ class DurableToolService(ToolService):
         data = await DBOS.run_step_async(options, call)
         return ChatResponse.model_validate(data)
 
-    def _is_tool(self, call: ToolExecutionRequest) -> bool:
+    def _is_tool(self, call: ToolExecutionRequest, run: _Run | None = None) -> bool:
+        """Whether `call` names a tool offered in `run`'s round (the service's own or a
+        toolset's): its outcome is recorded as a step."""
         search = self.tool_search
         if search is not None and call.name == search.card.name:
             return False
-        return call.name in self._entries
+        entries = self._entries if run is None or run.entries is None else run.entries
+        return call.name in entries
+
+    async def _step(self, run: _Run, rounds: int) -> bool:
+        changed = await super()._step(run, rounds)
+        state = _STATE.get()
+        if state is not None:
+            state.step = StepContext(
+                round=rounds,
+                messages=tuple(run.messages),
+                usage=run.usage,
+                memory_id=run.memory_id,
+                context=run.context,
+            )
+        return changed
 
     async def _execute_round(
         self,
@@ -716,12 +741,21 @@ class DurableToolService(ToolService):
             return await super()._execute_round(calls, run, queue, started)
         state.round += 1
         await self._publish(run, "tools")
-        ctx = _CallContext(state.conversation_id, run.memory_id, run.context, run.injected)
+        ctx = _CallContext(
+            state.conversation_id, run.memory_id, run.context, run.injected, run.entries
+        )
         segment: list[tuple[int, ToolExecutionRequest]] = []
+        recorded: dict[str, Any] = {}
         for i, call in enumerate(calls):
-            if not self._is_tool(call):
+            if not self._is_tool(call, run):
                 continue
-            entry = self._entry(call.name)
+            entry = self._entry(call.name, run)
+            if entry is not None and not isinstance(entry.executor, _DurableExecutor):
+                # a toolset's tool: the loop gets the outcome its step recorded, as for the
+                # service's own tools (whose executors are wrapped when registered)
+                recorded[call.name] = dataclasses.replace(
+                    entry, executor=_DurableExecutor(entry.executor)
+                )
             if entry is not None and entry.barrier:
                 await self._run_segment(segment, ctx, state, run)
                 await self._run_segment([(i, call)], ctx, state, run)
@@ -729,7 +763,14 @@ class DurableToolService(ToolService):
             else:
                 segment.append((i, call))
         await self._run_segment(segment, ctx, state, run)
-        return await super()._execute_round(calls, run, queue, started)
+        if not recorded or run.entries is None:
+            return await super()._execute_round(calls, run, queue, started)
+        entries = run.entries
+        run.entries = {**entries, **recorded}
+        try:
+            return await super()._execute_round(calls, run, queue, started)
+        finally:
+            run.entries = entries
 
     async def _run_segment(
         self,
@@ -752,6 +793,16 @@ class DurableToolService(ToolService):
                     "context": ctx.context,
                     "injected": ctx.injected,
                 }
+                if call.name not in self._entries and state.step is not None:
+                    # a toolset's tool: the worker running the call asks the toolsets for
+                    # this step again to find it
+                    payload["step"] = {
+                        "round": state.step.round,
+                        "messages": encode_messages(list(state.step.messages)),
+                        "usage": None
+                        if state.step.usage is None
+                        else state.step.usage.model_dump(mode="json"),
+                    }
                 with SetWorkflowID(f"{ctx.conversation_id}/r{state.round}/c{i}"):
                     handles.append(
                         await DBOS.enqueue_workflow_async(
@@ -763,9 +814,9 @@ class DurableToolService(ToolService):
             return
         plans = []
         for _, call in segment:
-            # .get: an MCP server's tools/list_changed may have swapped the tools since the
-            # round began; a tool now unknown is treated as not idempotent.
-            entry = self._entries.get(call.name)
+            # the round's tools: an MCP server's tools/list_changed may have swapped the
+            # service's since the round began; a tool unknown is treated as not idempotent.
+            entry = self._entry(call.name, run)
             start = None if entry is not None and entry.card.idempotent else DBOS.reserve_step()
             body = DBOS.reserve_step()
             plans.append((call, start, body))
@@ -791,11 +842,13 @@ class DurableToolService(ToolService):
 
     async def _run_tool_workflow(self, payload: dict[str, Any]) -> dict[str, Any]:
         call = ToolExecutionRequest.model_validate(payload["call"])
+        entries = await self._step_tools(payload)
         ctx = _CallContext(
             payload["conversation_id"],
             payload.get("memory_id"),
             payload.get("context"),
             payload.get("injected"),
+            entries,
         )
 
         async def step(
@@ -804,9 +857,29 @@ class DurableToolService(ToolService):
             out: dict[str, Any] = await DBOS.run_step_async({"name": name}, fn)
             return out
 
-        entry = self._entries.get(call.name)
+        entry = (self._entries if entries is None else entries).get(call.name)
         idempotent = entry is not None and entry.card.idempotent
         return await self._durable_call(call, ctx, None if idempotent else step, step)
+
+    async def _step_tools(self, payload: dict[str, Any]) -> dict[str, Any] | None:
+        """The tools the toolsets offer in the step a queued call came from (None: the call
+        names one of the service's own tools)."""
+        step = payload.get("step")
+        if step is None:
+            return None
+        usage = step.get("usage")
+        offering = Offering((self._functions, *self._toolsets))
+        await offering.step(
+            StepContext(
+                round=step["round"],
+                messages=tuple(decode_messages(step["messages"])),
+                usage=None if usage is None else TokenUsage.model_validate(usage),
+                memory_id=payload.get("memory_id"),
+                context=payload.get("context"),
+            )
+        )
+        tools: dict[str, ToolsetTool] = offering.tools
+        return dict(tools)
 
     # one tool call ----------------------------------------------------------------------------
     async def _durable_call(
@@ -834,7 +907,7 @@ class DurableToolService(ToolService):
         return await body_step(f"tool:{call.name}", body)
 
     async def _execute_raw(self, call: ToolExecutionRequest, ctx: _CallContext) -> dict[str, Any]:
-        entry = self._entry(call.name)
+        entry = self._functions.entry(call.name, ctx.entries)
         if entry is None:
             return {"kind": "exception", "message": f"no tool named {call.name!r} in this worker"}
         executor = entry.executor
