@@ -101,6 +101,7 @@ if TYPE_CHECKING:  # the names below are imported on first use (see __getattr__)
         ToolService,
     )
     from .service.guardrails import detect_prompt_injection, prompt_injection_check, redact_secrets
+    from .service.subagent import ConversationTool, NestedEvent
     from .tools import (
         LocalFunction,
         ReturnBehavior,
@@ -146,6 +147,7 @@ _EXPORTS: dict[str, str] = {
     "CompleteToolCall": "chat",
     "ContentPart": "execution",
     "ConversationState": "service",
+    "ConversationTool": "service.subagent",
     "DefaultToolExecutor": "execution",
     "DeferredResult": "service",
     "Deny": "service",
@@ -170,6 +172,7 @@ _EXPORTS: dict[str, str] = {
     "LocalFunction": "tools",
     "McpError": "errors",
     "MissingApiKeyError": "errors",
+    "NestedEvent": "service.subagent",
     "OpenAIChatModel": "providers",
     "OutputGuardrail": "tools.guardrails",
     "P": "schema",
@@ -281,6 +284,7 @@ __all__ = [
     "CompleteToolCall",
     "ContentPart",
     "ConversationState",
+    "ConversationTool",
     "DefaultToolExecutor",
     "DeferredResult",
     "Deny",
@@ -305,6 +309,7 @@ __all__ = [
     "LocalFunction",
     "McpError",
     "MissingApiKeyError",
+    "NestedEvent",
     "OpenAIChatModel",
     "OutputGuardrail",
     "P",

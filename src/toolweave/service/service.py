@@ -45,6 +45,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import BaseModel
+
 from .._utils.limit import Limit
 from .._utils.sync import iterate_sync, run_sync
 from ..callbacks.events import ToolCallEvents as E
@@ -125,6 +127,7 @@ from .result import (
     ToolProgress,
 )
 from .search import FOUND_TOOLS_ATTRIBUTE, ToolSearchStrategy
+from .subagent import ConversationTool, NestedEvent, Prompt, subconversation_usage
 
 __all__ = ["ServiceEvent", "ToolService"]
 
@@ -141,6 +144,7 @@ ServiceEvent = (
     | PartialOutput
     | ApprovalRequired
     | ChatCompleted
+    | NestedEvent
 )
 
 
@@ -618,6 +622,39 @@ class ToolService:
                 )
             self._toolsets.append(toolset)
         return self
+
+    def as_tool(
+        self,
+        model: ChatModel,
+        *,
+        name: str,
+        description: str,
+        input: type[BaseModel] | None = None,
+        output_type: Any = None,
+        instructions: str | None = None,
+        prompt: Prompt | None = None,
+        parameters: ChatRequestParameters | None = None,
+        timeout: float | None = None,
+        requires_approval: Any = False,
+    ) -> ConversationTool:
+        """A conversation of this service with `model`, offered to another service as one
+        tool (register it like any tool, or put it in a toolset): each call runs the
+        conversation with its arguments (`input`, a pydantic model; default one `task`
+        string) and answers with its final answer, or its structured output with
+        `output_type` (docs/approvals.md, "A conversation as a tool")."""
+        return ConversationTool(
+            self,
+            model,
+            name=name,
+            description=description,
+            input=input,
+            output_type=output_type,
+            instructions=instructions,
+            prompt=prompt,
+            parameters=parameters,
+            timeout=timeout,
+            requires_approval=requires_approval,
+        )
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -1142,6 +1179,9 @@ class ToolService:
             run.executions.append(outcome.execution)
             message = ToolExecutionResultMessage.from_result(call, outcome.execution.result)
             run.messages.append(message)
+            nested = subconversation_usage(outcome.execution.result)
+            if nested is not None:  # a conversation run as a tool: its usage counts here
+                run.usage = nested + run.usage
             found = outcome.execution.result.attributes.get(FOUND_TOOLS_ATTRIBUTE)
             if found:
                 for name in found:

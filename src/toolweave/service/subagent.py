@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -32,9 +32,6 @@ from ..tools.base import Tool
 from ..tools.card import ToolCard
 from .approvals import ChatStatus
 from .result import ChatCompleted, ToolChatResult
-
-if TYPE_CHECKING:
-    from .service import ServiceEvent, ToolService
 
 __all__ = [
     "SUBCONVERSATION_ATTRIBUTE",
@@ -66,7 +63,8 @@ class NestedEvent:
 
     path: tuple[str, ...]
     tool_names: tuple[str, ...]
-    event: ServiceEvent
+    event: Any
+    """A `ServiceEvent` of the sub-conversation."""
 
 
 def subconversation_usage(result: ToolExecutionResult) -> TokenUsage | None:
@@ -90,7 +88,7 @@ class ConversationTool(Tool):
 
     def __init__(
         self,
-        service: ToolService,
+        service: Any,
         model: ChatModel,
         *,
         name: str,
@@ -115,7 +113,8 @@ class ConversationTool(Tool):
         )
         super().__init__(card)
         self.service = service
-        """The service whose conversation runs (its tools, limits and approvals)."""
+        """The `ToolService` whose conversation runs (its tools, limits and approvals; typed
+        loosely: this module is imported by the service's)."""
         self.model = model
         self.input = arguments
         self.output_type = output_type
@@ -163,7 +162,7 @@ class ConversationTool(Tool):
         if call is not None:
             call_id = call.id
         if queue is None:
-            return await self.service.achat(
+            done: ToolChatResult = await self.service.achat(
                 self.model,
                 self.parameters,
                 messages,
@@ -171,6 +170,7 @@ class ConversationTool(Tool):
                 context=context,
                 output_type=self.output_type,
             )
+            return done
         result: ToolChatResult | None = None
         stream = self.service.achat_stream(
             self.model,
@@ -192,7 +192,7 @@ class ConversationTool(Tool):
         assert result is not None
         return result
 
-    def _nested(self, call_id: str, event: ServiceEvent) -> NestedEvent:
+    def _nested(self, call_id: str, event: Any) -> NestedEvent:
         if isinstance(event, NestedEvent):
             return NestedEvent(
                 (call_id, *event.path), (self.card.name, *event.tool_names), event.event
