@@ -552,7 +552,9 @@ class Transport(StrEnum):
 
 @mcp_app.command("serve")
 def mcp_serve(
-    tools: Annotated[str, typer.Argument(metavar="MODULE[:OBJECT]", help=TOOLS_HELP)],
+    tools: Annotated[
+        str | None, typer.Argument(metavar="[MODULE[:OBJECT]]", help=TOOLS_HELP)
+    ] = None,
     transport: Annotated[
         Transport,
         typer.Option(
@@ -564,6 +566,14 @@ def mcp_serve(
     port: Annotated[int, typer.Option(help="HTTP port.")] = 8000,
     path: Annotated[str | None, typer.Option(help="HTTP path (/mcp or /sse by default).")] = None,
     name: Annotated[str, typer.Option(help="The server's name.")] = "toolweave",
+    proxy: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Serve another MCP server's tools, resources and prompts too (a gateway; "
+            "repeatable): [NAME=]COMMAND or [NAME=]URL; its tools and prompts are named "
+            "NAME_<name> (NAME: the script's or host's name by default).",
+        ),
+    ] = None,
     max_message_bytes: Annotated[
         int,
         typer.Option(
@@ -573,16 +583,23 @@ def mcp_serve(
         ),
     ] = 4 * 1024 * 1024,
 ) -> None:
-    """Serve the tools as an MCP server until stopped."""
+    """Serve the tools (and, with --proxy, other MCP servers') as an MCP server until stopped."""
     with _errors():
-        loaded = load_tools(tools)
+        if tools is None and not proxy:
+            raise CliError("name the tools to serve (MODULE[:OBJECT]), or servers to --proxy")
+        loaded = load_tools(tools) if tools is not None else []
         try:
             from ..mcp import serve_mcp
             from ..mcp.features import features_in
+            from ..mcp.gateway import proxy_from_spec
         except ImportError as e:
             raise CliError(str(e)) from None
+        try:
+            proxies = [proxy_from_spec(spec) for spec in proxy or []]
+        except ValueError as e:
+            raise CliError(str(e)) from None
         # resources, prompts and completions defined in the module are served too
-        module = loaded_module(tools)
+        module = loaded_module(tools) if tools is not None else None
         features = features_in(vars(module).values()) if module is not None else []
         wire = "streamable-http" if transport is Transport.http else transport.value
         if transport is not Transport.stdio:
@@ -599,6 +616,7 @@ def mcp_serve(
                 name=name,
                 features=features,
                 max_message_bytes=max_message_bytes,
+                proxy=proxies,
             )
 
 

@@ -443,6 +443,10 @@ class _Connection:
         if isinstance(note, mcp_types.ToolListChangedNotification):
             log.info("%s: the server's tool list changed", self.config.describe())
             await self.hooks.tools_changed()
+        elif isinstance(note, mcp_types.ResourceListChangedNotification):
+            await self.hooks.list_changed("resources")
+        elif isinstance(note, mcp_types.PromptListChangedNotification):
+            await self.hooks.list_changed("prompts")
 
     async def close(self) -> None:
         self.alive = False
@@ -910,6 +914,18 @@ class _Core:
             return self._lost(conn, during, e)
         if e.code == mcp_types.REQUEST_TIMEOUT:
             return self._timed_out(during, timeout, e)
+        if isinstance(e.data, dict) and e.data.get("error") == "insufficient_scope":
+            # a 403 for this request alone (a toolweave server with auth): the token lacks
+            # the scopes it needs, which the error names
+            return McpAuthError(
+                f"{self.config.describe()}: {during} was refused (403 Forbidden): {e.message}",
+                cause=e,
+                details={
+                    "server_name": self.config.server_name,
+                    "status": 403,
+                    "scope": str(e.data.get("scope", "")),
+                },
+            )
         return McpError(
             f"{self.config.describe()}: {during} failed with JSON-RPC error {e.code}: {e.message}",
             code=ErrorCode.MCP_EXECUTION_ERROR,
@@ -1152,6 +1168,8 @@ class McpClient:
     ``httpx2.Auth`` for HTTP servers, e.g. the SDK's ``OAuthClientProvider`` (OAuth 2.1:
     authorization code with PKCE, dynamic or pre-registered clients, token storage) or
     ``ClientCredentialsOAuthProvider``; a 401/403 is an `McpAuthError` naming the status.
+    `on_list_changed` is called with ``"tools"``, ``"resources"`` or ``"prompts"`` when that
+    list changes.
     """
 
     def __init__(
@@ -1166,8 +1184,11 @@ class McpClient:
         on_log: LogHook | None = None,
         on_tools_changed: Callable[[], Any] | None = None,
         auth: httpx2.Auth | None = None,
+        on_list_changed: Callable[[str], Any] | None = None,
     ) -> None:
-        hooks = McpClientHooks(sampling, elicitation, roots, on_log, on_tools_changed)
+        hooks = McpClientHooks(
+            sampling, elicitation, roots, on_log, on_tools_changed, on_list_changed
+        )
         self._core = _Core(config, errlog, callbacks, hooks, auth)
 
     @property
@@ -1202,6 +1223,11 @@ class McpClient:
         """The server's tools as `McpTool`s bound to this client (all pages)."""
         seen = self._core.hooks.tool_changes  # before listing: a change during it counts
         return _make_tools(self._core, await self._core.list_tools(), seen)
+
+    async def list_mcp_tools(self) -> list[mcp_types.Tool]:
+        """The server's tools as it lists them (the SDK's `Tool`s, all pages; a gateway
+        re-serves them verbatim)."""
+        return await self._core.list_tools()
 
     async def call_tool(
         self,

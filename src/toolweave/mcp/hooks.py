@@ -21,7 +21,9 @@ Each is opt-in (a server sees a capability only when its hook is given):
 - ``on_log``: server log messages (``notifications/message``); without it they go to the
   ``toolweave.mcp.server_log`` logger;
 - ``on_tools_changed``: called on ``notifications/tools/list_changed`` (a `ToolService`
-  holding the client's listing also re-lists the tools before its next request).
+  holding the client's listing also re-lists the tools before its next request);
+- ``on_list_changed``: called with ``"tools"``, ``"resources"`` or ``"prompts"`` on that
+  list's ``list_changed`` notification (a gateway follows all three).
 
 A client with a sampling, elicitation or roots hook connects with the initialize handshake
 (protocol 2025-11-25): on a 2026-07-28 connection a server has no way to send requests of
@@ -128,6 +130,7 @@ class McpClientHooks:
     roots: RootsHook | None = None
     on_log: LogHook | None = None
     on_tools_changed: Callable[[], Any] | None = None
+    on_list_changed: Callable[[str], Any] | None = None
 
     def __post_init__(self) -> None:
         self._sampled: collections.deque[float] = collections.deque()
@@ -156,6 +159,14 @@ class McpClientHooks:
                     log.exception("a tools/list_changed watcher failed")
         if self.on_tools_changed is not None:
             out = self.on_tools_changed()
+            if inspect.isawaitable(out):
+                await out
+        await self.list_changed("tools")
+
+    async def list_changed(self, kind: str) -> None:
+        """The server said its `kind` list (tools, resources, prompts) changed."""
+        if self.on_list_changed is not None:
+            out = self.on_list_changed(kind)
             if inspect.isawaitable(out):
                 await out
 

@@ -61,6 +61,10 @@ from ..tools.base import Tool
 from ._stdio_guard import DEFAULT_MAX_MESSAGE_BYTES
 from .features import Feature, McpCompletion, McpPrompt, McpResource
 
+if typing.TYPE_CHECKING:
+    from .config import McpServerConfig
+    from .gateway import McpProxy
+
 __all__ = ["McpTransport", "build_mcp_server", "serve_mcp", "serve_mcp_async"]
 
 log = logging.getLogger("toolweave.mcp.server")
@@ -681,10 +685,12 @@ def build_mcp_server(
     version: str | None = None,
     instructions: str | None = None,
     features: Iterable[Feature] = (),
+    proxy: Iterable[McpServerConfig | McpProxy] = (),
 ) -> Server[Any]:
     """The SDK's low-level `Server` serving `tools` and `features` (resources, prompts,
     completions); run it yourself, or connect to it in-process with ``mcp.Client(server)``.
-    `version` defaults to toolweave's."""
+    `version` defaults to toolweave's. `proxy`: other MCP servers whose tools, resources
+    and prompts are served too, under namespaces (see `toolweave.mcp.gateway`)."""
     by_name: dict[str, Tool] = {}
     for t in tools:
         if not isinstance(t, Tool):
@@ -771,7 +777,7 @@ def build_mcp_server(
         handlers["on_completion"] = served.complete
     with warnings.catch_warnings():  # logging is deprecated for 2026-07-28, needed for 2025
         warnings.simplefilter("ignore")
-        return Server(
+        server: Server[Any] = Server(
             name,
             version=version or __version__,
             instructions=instructions,
@@ -781,6 +787,12 @@ def build_mcp_server(
             on_set_logging_level=set_level,
             **handlers,
         )
+    proxies = list(proxy)
+    if proxies:
+        from .gateway import McpGateway
+
+        McpGateway(proxies).attach(server)
+    return server
 
 
 async def serve_mcp_async(
@@ -794,9 +806,11 @@ async def serve_mcp_async(
     log_level: str = "warning",
     features: Iterable[Feature] = (),
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    proxy: Iterable[McpServerConfig | McpProxy] = (),
 ) -> None:
     """Serve `tools` (and `features`: resources, prompts, completions) until cancelled
-    (stdio: until stdin closes).
+    (stdio: until stdin closes). `proxy`: other MCP servers whose tools, resources and
+    prompts are served too (see `toolweave.mcp.gateway`).
 
     HTTP transports bind `host`:`port` (loopback by default, with the SDK's DNS-rebinding
     protection); `path` defaults to ``/mcp`` (streamable HTTP) or ``/sse`` (SSE, messages are
@@ -806,7 +820,7 @@ async def serve_mcp_async(
     """
     if max_message_bytes <= 0:
         raise ValueError("max_message_bytes must be a positive number of bytes")
-    server = build_mcp_server(tools, name=name, features=features)
+    server = build_mcp_server(tools, name=name, features=features, proxy=proxy)
     if transport == "stdio":
         from ._stdio_guard import checked_stdio_server
 
@@ -870,10 +884,12 @@ def serve_mcp(
     log_level: str = "warning",
     features: Iterable[Feature] = (),
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    proxy: Iterable[McpServerConfig | McpProxy] = (),
 ) -> None:
     """Serve `tools` as an MCP server, blocking (see `serve_mcp_async`)."""
     tool_list = list(tools)
     feature_list = list(features)
+    proxy_list = list(proxy)
 
     async def main() -> None:
         await serve_mcp_async(
@@ -886,6 +902,7 @@ def serve_mcp(
             log_level=log_level,
             features=feature_list,
             max_message_bytes=max_message_bytes,
+            proxy=proxy_list,
         )
 
     anyio.run(main)

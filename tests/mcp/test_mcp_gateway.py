@@ -1,0 +1,385 @@
+"""The MCP gateway (`serve_mcp(proxy=...)`, `toolweave mcp serve --proxy`): a real upstream
+server (tests/servers/mcp_gateway_upstream.py, over stdio or streamable HTTP) proxied by a
+toolweave server, seen by the Python SDK's client (in process) and by toolweave's
+`McpClient` (over HTTP, the gateway in a subprocess)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp_support import (
+    SERVERS,
+    TEST_TIMEOUT,
+    ServerProcess,
+    file_appears,
+    free_port,
+    start_server,
+    stdio_config,
+    wait_for_port,
+)
+
+from toolweave import tool
+from toolweave.context import ElicitationResult
+from toolweave.mcp import McpClient, McpServerConfig, build_mcp_server
+from toolweave.mcp.gateway import McpProxy, proxy_from_spec
+from toolweave.mcp.hooks import ElicitationRequest
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+UPSTREAM = str(SERVERS / "mcp_gateway_upstream.py")
+GATEWAY = str(SERVERS / "mcp_gateway_server.py")
+
+
+@tool
+def hello(name: str) -> str:
+    """Say hello."""
+    return f"hi {name}"
+
+
+def text(result: types.CallToolResult) -> str:
+    return "".join(getattr(b, "text", "") for b in result.content)
+
+
+@pytest.fixture
+def upstream_stdio(marker_dir: Path) -> McpServerConfig:
+    return stdio_config(UPSTREAM, name="up", env={"MCP_MARKER_DIR": str(marker_dir)})
+
+
+@pytest.fixture
+def upstream_http(marker_dir: Path) -> Iterator[ServerProcess]:
+    server = start_server([UPSTREAM, "streamable-http"], env={"MCP_MARKER_DIR": str(marker_dir)})
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def http_config(server: ServerProcess, **kw: Any) -> McpServerConfig:
+    return McpServerConfig(
+        server_name="up", params={"url": f"http://127.0.0.1:{server.port}/mcp"}, **kw
+    )
+
+
+@pytest.fixture(params=["stdio", "streamable-http"])
+def upstream(request: pytest.FixtureRequest, marker_dir: Path) -> Iterator[McpServerConfig]:
+    """The upstream over either transport."""
+    if request.param == "stdio":
+        yield stdio_config(UPSTREAM, name="up", env={"MCP_MARKER_DIR": str(marker_dir)})
+        return
+    server = start_server([UPSTREAM, "streamable-http"], env={"MCP_MARKER_DIR": str(marker_dir)})
+    try:
+        yield http_config(server)
+    finally:
+        server.stop()
+
+
+@asynccontextmanager
+async def gateway(*proxies: McpServerConfig | McpProxy, **client: Any) -> AsyncIterator[Client]:
+    """The SDK's client connected in process to a toolweave server proxying `proxies`."""
+    server = build_mcp_server([hello], proxy=proxies)
+    async with asyncio.timeout(TEST_TIMEOUT), Client(server, mode="legacy", **client) as c:
+        yield c
+
+
+async def test_namespaced_tools_are_listed_verbatim_and_called(
+    upstream_stdio: McpServerConfig,
+) -> None:
+    async with McpClient(upstream_stdio) as direct:
+        upstream_tools = {t.name: t for t in await direct.list_mcp_tools()}
+    async with gateway(upstream_stdio) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        assert "hello" in listed
+        assert {n for n in listed if n != "hello"} == {f"up_{n}" for n in upstream_tools}
+        add = listed["up_add"]
+        assert add.input_schema == upstream_tools["add"].input_schema
+        assert add.output_schema == upstream_tools["add"].output_schema
+        assert add.description == upstream_tools["add"].description
+
+        result = await client.call_tool("up_add", {"a": 2, "b": 3})
+        assert not result.is_error
+        assert text(result) == "5"
+        assert result.structured_content == {"result": 5}
+        assert text(await client.call_tool("hello", {"name": "ann"})) == "hi ann"
+        with pytest.raises(Exception, match="Unknown tool"):
+            await client.call_tool("add", {"a": 1, "b": 1})  # only the namespaced name
+
+
+async def test_a_namespace_is_configurable_and_can_be_empty(
+    upstream_stdio: McpServerConfig,
+) -> None:
+    async with gateway(McpProxy(upstream_stdio, namespace="calc", separator=".")) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert "calc.add" in names and "up_add" not in names
+        assert text(await client.call_tool("calc.add", {"a": 1, "b": 2})) == "3"
+    async with gateway(McpProxy(upstream_stdio, namespace="")) as client:
+        assert text(await client.call_tool("add", {"a": 4, "b": 2})) == "6"
+
+
+def test_two_upstreams_cannot_share_a_namespace(upstream_stdio: McpServerConfig) -> None:
+    with pytest.raises(ValueError, match="share the namespace"):
+        build_mcp_server([], proxy=[upstream_stdio, McpProxy(upstream_stdio, namespace="up")])
+
+
+async def test_resources_keep_their_uris_and_prompts_are_namespaced(
+    upstream: McpServerConfig,
+) -> None:
+    async with gateway(upstream) as client:
+        resources = (await client.list_resources()).resources
+        assert [str(r.uri) for r in resources] == ["memo://readme"]
+        templates = (await client.list_resource_templates()).resource_templates
+        assert [t.uri_template for t in templates] == ["memo://notes/{name}"]
+
+        read = await client.read_resource("memo://readme")
+        assert [c.text for c in read.contents] == ["upstream readme"]  # type: ignore[union-attr]
+        note = await client.read_resource("memo://notes/abc")
+        assert [c.text for c in note.contents] == ["note abc"]  # type: ignore[union-attr]
+        with pytest.raises(Exception, match=r"not found|Unknown resource"):
+            await client.read_resource("memo://nothing/here")
+
+        prompts = (await client.list_prompts()).prompts
+        assert [p.name for p in prompts] == ["up_review"]
+        got = await client.get_prompt("up_review", {"code": "x = 1"})
+        assert got.messages[0].content.text == "Review this: x = 1"  # type: ignore[union-attr]
+
+
+async def test_the_upstreams_list_changed_reaches_the_client_with_the_new_list(
+    upstream: McpServerConfig,
+) -> None:
+    changed = asyncio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(getattr(message, "root", message), types.ToolListChangedNotification):
+            changed.set()
+
+    async with gateway(upstream, message_handler=on_message) as client:
+        before = {t.name for t in (await client.list_tools()).tools}
+        assert "up_fresh" not in before
+        assert text(await client.call_tool("up_grow", {"name": "fresh"})) == "grew fresh"
+        await changed.wait()
+        after = {t.name for t in (await client.list_tools()).tools}
+        assert after == before | {"up_fresh"}
+        assert text(await client.call_tool("up_fresh", {})) == "fresh ran"
+
+
+async def test_the_gateway_announces_list_changed(upstream_stdio: McpServerConfig) -> None:
+    async with gateway(upstream_stdio) as client:
+        caps = client.server_capabilities
+        assert caps.tools is not None and caps.tools.list_changed
+        assert caps.prompts is not None and caps.prompts.list_changed
+        assert caps.resources is not None and caps.resources.list_changed
+
+
+async def test_progress_and_logs_of_a_proxied_call_reach_its_client(
+    upstream: McpServerConfig,
+) -> None:
+    progress: list[tuple[float, float | None, str | None]] = []
+    logs: list[Any] = []
+
+    async def on_progress(p: float, total: float | None, message: str | None) -> None:
+        progress.append((p, total, message))
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        logs.append(params.data)
+
+    async with gateway(upstream, logging_callback=on_log) as client:
+        result = await client.call_tool("up_steps", {"n": 3}, progress_callback=on_progress)
+        assert text(result) == "stepped 3"
+    assert progress == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+    assert logs == ["upstream step 1", "upstream step 2", "upstream step 3"]
+
+
+async def test_elicitation_and_sampling_of_a_proxied_tool_are_asked_of_its_client(
+    upstream: McpServerConfig,
+) -> None:
+    asked: list[str] = []
+    sampled: list[str] = []
+
+    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"text": "blue"})
+
+    async def sample(
+        ctx: Any, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult:
+        sampled.append(params.messages[0].content.text)  # type: ignore[union-attr]
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(type="text", text="forty-two"),
+            model="test-model",
+        )
+
+    async with gateway(upstream, elicitation_callback=elicit, sampling_callback=sample) as client:
+        answered = await client.call_tool("up_ask_user", {"question": "Favourite colour?"})
+        assert text(answered) == "accept:blue"
+        modelled = await client.call_tool("up_ask_model", {"prompt": "The answer?"})
+        assert text(modelled) == "model said: forty-two"
+    assert asked == ["Favourite colour?"]
+    assert sampled == ["The answer?"]
+
+
+async def test_a_declined_elicitation_goes_back_declined(upstream_stdio: McpServerConfig) -> None:
+    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="decline")
+
+    async with gateway(upstream_stdio, elicitation_callback=elicit) as client:
+        result = await client.call_tool("up_ask_user", {"question": "?"})
+        assert text(result) == "decline:"
+
+
+async def test_a_client_without_elicitation_gets_an_error_result(
+    upstream_stdio: McpServerConfig,
+) -> None:
+    async with gateway(upstream_stdio) as client:
+        result = await client.call_tool("up_ask_user", {"question": "?"})
+        assert result.is_error
+
+
+async def test_a_cancelled_call_is_cancelled_upstream(
+    upstream: McpServerConfig, marker_dir: Path
+) -> None:
+    async with gateway(upstream) as client:
+        call = asyncio.create_task(client.call_tool("up_slow", {"seconds": 60, "tag": "gw"}))
+        assert await asyncio.to_thread(file_appears, marker_dir / "started-gw")
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        assert await asyncio.to_thread(file_appears, marker_dir / "cancelled-gw")
+        # the gateway goes on
+        assert text(await client.call_tool("up_add", {"a": 1, "b": 1})) == "2"
+
+
+async def test_an_upstream_that_dies_is_an_error_result_and_the_next_call_reconnects(
+    upstream_stdio: McpServerConfig,
+) -> None:
+    async with gateway(upstream_stdio) as client:
+        first = int(text(await client.call_tool("up_pid", {})))
+        died = await client.call_tool("up_die", {})
+        assert died.is_error
+        assert "'up'" in text(died) and "die" in text(died)
+        assert text(await client.call_tool("hello", {"name": "still"})) == "hi still"
+        second = int(text(await client.call_tool("up_pid", {})))
+        assert second != first
+
+
+async def test_an_unreachable_upstream_leaves_the_rest_served(tmp_path: Path) -> None:
+    missing = stdio_config(str(tmp_path / "no_such_server.py"), name="gone", connect_timeout=10)
+    async with gateway(missing) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert names == {"hello"}
+        assert text(await client.call_tool("hello", {"name": "x"})) == "hi x"
+
+
+def test_proxy_specs() -> None:
+    url = proxy_from_spec("https://tools.example.com/mcp")
+    assert url.config.client_type == "streamable-http" and url.prefix == "tools_example_com_"
+    assert proxy_from_spec("http://h:1/sse").config.client_type == "sse"
+    script = proxy_from_spec("python servers/my_server.py --flag")
+    assert script.config.client_type == "stdio" and script.prefix == "my_server_"
+    assert script.config.params == {
+        "command": "python",
+        "args": ["servers/my_server.py", "--flag"],
+    }
+    named = proxy_from_spec("fs=npx -y @modelcontextprotocol/server-filesystem /tmp")
+    assert named.prefix == "fs_" and named.config.params["command"] == "npx"
+
+
+# over HTTP, toolweave's client, the gateway in a subprocess ---------------------------------
+def fingerprint(header: str) -> str:
+    return hashlib.sha256(header.encode()).hexdigest()[:16]
+
+
+@pytest.fixture
+def gateway_http(upstream_http: ServerProcess) -> Iterator[ServerProcess]:
+    server = start_server([GATEWAY, f"http://127.0.0.1:{upstream_http.port}/mcp"])
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def test_the_clients_token_never_reaches_the_upstream(
+    gateway_http: ServerProcess,
+) -> None:
+    client_token = "Bearer the-clients-own-secret"
+    config = McpServerConfig(
+        server_name="gw",
+        params={"url": f"http://127.0.0.1:{gateway_http.port}/mcp"},
+        auth_headers={"Authorization": client_token},
+    )
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(config) as client:
+        seen = text(await client.call_tool("up_auth_seen", {}))
+    assert seen == fingerprint("Bearer gateway-own-token")
+    assert seen != fingerprint(client_token)
+
+
+async def test_toolweave_client_through_an_http_gateway(gateway_http: ServerProcess) -> None:
+    changed = asyncio.Event()
+    asked: list[ElicitationRequest] = []
+
+    async def elicit(request: ElicitationRequest) -> ElicitationResult:
+        asked.append(request)
+        return ElicitationResult(action="accept", content={"text": "green"})
+
+    config = McpServerConfig(
+        server_name="gw", params={"url": f"http://127.0.0.1:{gateway_http.port}/mcp"}
+    )
+    async with (
+        asyncio.timeout(TEST_TIMEOUT),
+        McpClient(config, elicitation=elicit, on_tools_changed=changed.set) as client,
+    ):
+        tools = {t.name: t for t in await client.list_tools()}
+        assert {"hello", "up_add", "up_grow"} <= set(tools)
+        assert str(await tools["up_add"].ainvoke({"a": 20, "b": 22})) == "42"
+        assert text(await client.call_tool("up_ask_user", {"question": "Colour?"})) == (
+            "accept:green"
+        )
+        assert [r.message for r in asked] == ["Colour?"]
+        await client.call_tool("up_grow", {"name": "later"})
+        await changed.wait()
+        assert "up_later" in {t.name for t in await client.list_tools()}
+
+
+@pytest.fixture
+def cli_gateway(upstream_http: ServerProcess) -> Iterator[int]:
+    """`toolweave mcp serve --proxy` (two upstreams: one named, one not) on a free port."""
+    port = free_port()
+    toolweave = Path(sys.executable).parent / "toolweave"
+    argv = [str(toolweave), "mcp", "serve", "--transport", "http", "--port", str(port)]
+    argv += ["--proxy", f"calc=http://127.0.0.1:{upstream_http.port}/mcp"]
+    argv += ["--proxy", f"{sys.executable} {UPSTREAM}"]
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ}
+    )
+    try:
+        wait_for_port(port, proc)
+        yield port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(15)
+
+
+async def test_cli_serves_proxied_servers(cli_gateway: int) -> None:
+    config = McpServerConfig(
+        server_name="gw", params={"url": f"http://127.0.0.1:{cli_gateway}/mcp"}
+    )
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(config) as client:
+        names = {t.name for t in await client.list_tools()}
+        assert {"calc_add", "mcp_gateway_upstream_add"} <= names
+        assert text(await client.call_tool("calc_add", {"a": 1, "b": 2})) == "3"
+        result = await client.call_tool("mcp_gateway_upstream_add", {"a": 2, "b": 2})
+        assert text(result) == "4"

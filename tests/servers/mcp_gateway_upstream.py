@@ -1,0 +1,137 @@
+"""An upstream MCP server for the gateway tests (the SDK's `MCPServer`): tools that report
+progress and log, ask the client (elicitation, sampling), change the tool list, sleep until
+cancelled, die; a resource, a resource template and a prompt.
+
+Run: ``python mcp_gateway_upstream.py [stdio | streamable-http PORT]``. Environment:
+``MCP_MARKER_DIR`` — where `slow` writes ``started-<tag>`` and ``cancelled-<tag>``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import warnings
+from pathlib import Path
+
+import anyio
+import mcp_types as types
+from mcp.server.mcpserver import Context, MCPServer
+from pydantic import BaseModel
+
+warnings.simplefilter("ignore")  # logging and sampling are deprecated for 2026-07-28
+
+server = MCPServer("upstream", log_level="WARNING")
+
+
+def _marker(name: str) -> Path:
+    return Path(os.environ.get("MCP_MARKER_DIR", ".")) / name
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@server.tool()
+async def steps(n: int, ctx: Context) -> str:
+    """Report `n` steps of progress, logging each."""
+    for i in range(1, n + 1):
+        await ctx.report_progress(i, n, f"step {i}")
+        await ctx.log("info", f"upstream step {i}")
+    return f"stepped {n}"
+
+
+class Answer(BaseModel):
+    text: str
+
+
+@server.tool()
+async def ask_user(question: str, ctx: Context) -> str:
+    """Ask the user (form elicitation); answers ``action:text``."""
+    result = await ctx.elicit(question, Answer)
+    text = result.data.text if result.action == "accept" and result.data else ""
+    return f"{result.action}:{text}"
+
+
+@server.tool()
+async def ask_model(prompt: str, ctx: Context) -> str:
+    """Ask the client's model (sampling); answers its text."""
+    result = await ctx.request_context.session.create_message(
+        [types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))],
+        max_tokens=50,
+        related_request_id=ctx.request_id,
+    )
+    content = result.content
+    return f"model said: {getattr(content, 'text', '')}"
+
+
+@server.tool()
+async def slow(seconds: float, tag: str = "x") -> str:
+    """Sleep, recording its start and a cancellation in marker files."""
+    _marker(f"started-{tag}").write_text("started")
+    try:
+        await anyio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        _marker(f"cancelled-{tag}").write_text("cancelled")
+        raise
+    return "done"
+
+
+@server.tool()
+async def die() -> str:
+    """Kill the server process."""
+    os._exit(3)
+
+
+@server.tool()
+def pid() -> int:
+    """The server's process id."""
+    return os.getpid()
+
+
+@server.tool()
+def auth_seen(ctx: Context) -> str:
+    """A sha256 fingerprint (16 hex digits) of the Authorization header this request came
+    with ("" without one)."""
+    header = (ctx.headers or {}).get("authorization", "")
+    return hashlib.sha256(header.encode()).hexdigest()[:16] if header else ""
+
+
+@server.tool()
+async def grow(name: str, ctx: Context) -> str:
+    """Add a tool `name` (answering "<name> ran"), then say the tool list changed."""
+
+    def added() -> str:
+        return f"{name} ran"
+
+    server.add_tool(added, name=name, description=f"Added {name}")
+    await ctx.request_context.session.send_tool_list_changed()
+    return f"grew {name}"
+
+
+@server.resource("memo://readme", mime_type="text/plain")
+def readme() -> str:
+    """The upstream's readme."""
+    return "upstream readme"
+
+
+@server.resource("memo://notes/{name}", mime_type="text/plain")
+def note(name: str) -> str:
+    """One note."""
+    return f"note {name}"
+
+
+@server.prompt()
+def review(code: str) -> str:
+    """Ask for a review of `code`."""
+    return f"Review this: {code}"
+
+
+if __name__ == "__main__":
+    transport = sys.argv[1] if len(sys.argv) > 1 else "stdio"
+    if transport == "stdio":
+        server.run("stdio")
+    else:
+        server.run(transport, host="127.0.0.1", port=int(sys.argv[2]))  # type: ignore[call-overload]
