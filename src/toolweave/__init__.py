@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # the names below are imported on first use (see __getattr__)
         ToolExecutionResultMessage,
         UserMessage,
     )
-    from .context import ToolContext
+    from .context import ToolContext, current_approval
     from .errors import (
         AbortError,
         AuthenticationError,
@@ -100,6 +100,7 @@ if TYPE_CHECKING:  # the names below are imported on first use (see __getattr__)
         ToolExecutionStarted,
         ToolService,
     )
+    from .service.approvals import StandingDecision
     from .service.guardrails import detect_prompt_injection, prompt_injection_check, redact_secrets
     from .service.subagent import ConversationTool, NestedEvent
     from .tools import (
@@ -122,6 +123,7 @@ if TYPE_CHECKING:  # the names below are imported on first use (see __getattr__)
         input_guardrail,
         output_guardrail,
     )
+    from .tools.pause import CallDeferred, NeedsApproval
     from .toolsets import FunctionToolset, GuardedToolset, StepContext, Toolset
 
 __version__ = "0.1.0"
@@ -136,6 +138,7 @@ _EXPORTS: dict[str, str] = {
     "AudioContent": "execution",
     "AuthenticationError": "errors",
     "BaseChatModel": "chat",
+    "CallDeferred": "tools.pause",
     "CallbackFramework": "callbacks",
     "ChatCompleted": "service",
     "ChatMessage": "chat",
@@ -172,6 +175,7 @@ _EXPORTS: dict[str, str] = {
     "LocalFunction": "tools",
     "McpError": "errors",
     "MissingApiKeyError": "errors",
+    "NeedsApproval": "tools.pause",
     "NestedEvent": "service.subagent",
     "OpenAIChatModel": "providers",
     "OutputGuardrail": "tools.guardrails",
@@ -191,6 +195,7 @@ _EXPORTS: dict[str, str] = {
     "RunUsage": "policies",
     "SchemaError": "errors",
     "ScriptedChatModel": "chat",
+    "StandingDecision": "service.approvals",
     "StepContext": "toolsets",
     "StreamEvent": "chat",
     "StructuredOutputError": "errors",
@@ -233,6 +238,7 @@ _EXPORTS: dict[str, str] = {
     "around_tool_call": "policies",
     "before_model_request": "policies",
     "callback_framework": "callbacks",
+    "current_approval": "context",
     "detect_prompt_injection": "service.guardrails",
     "history_processor": "policies",
     "input_guardrail": "tools.guardrails",
@@ -273,6 +279,7 @@ __all__ = [
     "AudioContent",
     "AuthenticationError",
     "BaseChatModel",
+    "CallDeferred",
     "CallbackFramework",
     "ChatCompleted",
     "ChatMessage",
@@ -309,6 +316,7 @@ __all__ = [
     "LocalFunction",
     "McpError",
     "MissingApiKeyError",
+    "NeedsApproval",
     "NestedEvent",
     "OpenAIChatModel",
     "OutputGuardrail",
@@ -327,6 +335,7 @@ __all__ = [
     "RunUsage",
     "SchemaError",
     "ScriptedChatModel",
+    "StandingDecision",
     "StepContext",
     "StreamEvent",
     "StructuredOutputError",
@@ -370,6 +379,7 @@ __all__ = [
     "around_tool_call",
     "before_model_request",
     "callback_framework",
+    "current_approval",
     "detect_prompt_injection",
     "history_processor",
     "input_guardrail",

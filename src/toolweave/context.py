@@ -21,7 +21,9 @@ __all__ = [
     "ElicitationResult",
     "ToolChannel",
     "ToolContext",
+    "current_approval",
     "current_tool_channel",
+    "use_approval",
     "use_tool_channel",
 ]
 
@@ -80,6 +82,30 @@ def use_tool_channel(channel: ToolChannel | None) -> Iterator[None]:
         _CHANNEL.reset(token)
 
 
+_APPROVAL: contextvars.ContextVar[tuple[str | None, Any] | None] = contextvars.ContextVar(
+    "toolweave_approval", default=None
+)
+
+
+def current_approval() -> Any:
+    """The decision a paused call of the running tool got (`Approve`, `DeferredResult`),
+    when it runs again after a pause it raised (`NeedsApproval`, `CallDeferred`); None on a
+    first run. For code without a `ToolContext` (an argument validator); tools read
+    `ctx.approval`."""
+    found = _APPROVAL.get()
+    return None if found is None else found[1]
+
+
+@contextlib.contextmanager
+def use_approval(call_id: str | None, decision: Any) -> Iterator[None]:
+    """Run the call `call_id` with `decision` as its `ToolContext.approval` (None: none)."""
+    token = _APPROVAL.set(None if decision is None else (call_id, decision))
+    try:
+        yield
+    finally:
+        _APPROVAL.reset(token)
+
+
 def _not_supported(what: str) -> Exception:
     from .errors import ToolNotSupportedError
 
@@ -107,6 +133,9 @@ class ToolContext:
     """The callback framework in force for this call."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Anything else the caller attached."""
+    approval: Any = None
+    """The decision this call got after it paused itself (`NeedsApproval` → `Approve`,
+    `CallDeferred` → `DeferredResult`), when it runs again; None on a first run."""
 
     def __init__(
         self,
@@ -116,6 +145,7 @@ class ToolContext:
         context: Any = None,
         callbacks: Any = None,
         extra: dict[str, Any] | None = None,
+        approval: Any = None,
     ) -> None:
         # the slots' own setters: faster than the generated frozen __init__ (one per call)
         _set_tool_name(self, tool_name)
@@ -124,6 +154,11 @@ class ToolContext:
         _set_context(self, context)
         _set_callbacks(self, callbacks)
         _set_extra(self, {} if extra is None else extra)
+        if approval is None:
+            found = _APPROVAL.get()
+            if found is not None and found[0] == request_id:
+                approval = found[1]
+        _set_approval(self, approval)
 
     # the way back -------------------------------------------------------------------------------
     @property
@@ -205,9 +240,25 @@ class ToolContext:
         return out
 
 
-_set_tool_name, _set_request_id, _set_memory_id, _set_context, _set_callbacks, _set_extra = (
+(
+    _set_tool_name,
+    _set_request_id,
+    _set_memory_id,
+    _set_context,
+    _set_callbacks,
+    _set_extra,
+    _set_approval,
+) = (
     getattr(ToolContext, name).__set__
-    for name in ("tool_name", "request_id", "memory_id", "context", "callbacks", "extra")
+    for name in (
+        "tool_name",
+        "request_id",
+        "memory_id",
+        "context",
+        "callbacks",
+        "extra",
+        "approval",
+    )
 )
 
 

@@ -22,7 +22,7 @@ def test_chat_asks_before_a_tool_that_needs_approval() -> None:
     child.expect(r"approval needed.*pay\(.*Bob.*99")
     child.expect_exact("[e]dit arguments:")
     child.sendline("maybe")  # not an answer: asked again
-    child.expect_exact("answer y, n or e")
+    child.expect_exact("answer y, a, n, x or e")
     child.sendline("e")
     child.expect_exact("arguments (JSON)>")
     child.sendline('{"to": "Bob", "amount": 9}')

@@ -300,8 +300,8 @@ def chat(
     """Chat with a model that can call the tools; tool calls and results show as they happen.
 
     Interactive unless --message is given; an empty line, `exit` or Ctrl-D ends it. A tool
-    that requires approval asks before it runs (y / n / edit its arguments). Tools come from
-    --tools, --mcp servers, or both.
+    that requires approval asks before it runs (y / always / n / never / edit its
+    arguments). Tools come from --tools, --mcp servers, or both.
     """
     with _errors(), _terminal_log(), contextlib.ExitStack() as servers:
         _check_model_name(model)
@@ -312,6 +312,7 @@ def chat(
         service = ToolService(max_tool_calling_round_trips=max_rounds).tools(*loaded, *listings)
         params = ChatRequestParameters(temperature=temperature)
         history: list[ChatMessage] = [SystemMessage(system)] if system else []
+        standing: dict[str, Any] = {}  # "always" / "never" answers, per tool, for the session
         with open_model(provider, model, console=err, base_url=base_url) as (chat_model, what):
             for sampler in samplers:
                 sampler.model = chat_model
@@ -335,7 +336,7 @@ def chat(
                         break
                     # calls wait for approval (or a deferred result): ask, then go on
                     conversation = result.state
-                    decisions = ask_decisions(result.pending, out)
+                    decisions = ask_decisions(result.pending, out, standing=standing)
                 if result is not None:
                     history = list(result.messages)
 

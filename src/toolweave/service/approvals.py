@@ -11,16 +11,18 @@ it as the conversation with `decisions={call_id: Approve() | Deny(...) | Deferre
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import hmac
 import json
+import math
 import uuid
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from .._utils.jsondepth import nested_deeper_than
 from ..chat.messages import AiMessage, ChatMessage, ToolExecutionResultMessage
@@ -33,6 +35,7 @@ __all__ = [
     "ApprovalPolicy",
     "ApprovalRequired",
     "Approve",
+    "ArgumentPattern",
     "CallAlreadyDecidedError",
     "ChatStatus",
     "ConversationState",
@@ -41,6 +44,8 @@ __all__ = [
     "Deny",
     "InvalidConversationStateError",
     "PendingCall",
+    "StandingDecision",
+    "matches_pattern",
 ]
 
 
@@ -56,7 +61,9 @@ class ChatStatus(StrEnum):
 
 
 class PendingCall(BaseModel):
-    """A call waiting: `reason` is `"approval"` or `"deferred"`."""
+    """A call waiting: `reason` is `"approval"` or `"deferred"`. A call whose tool paused
+    itself (`NeedsApproval`, `CallDeferred`) has `raised` set, the tool's `message` and
+    `metadata`, and runs again when approved (or answered); `ask` counts its pauses."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -64,6 +71,14 @@ class PendingCall(BaseModel):
     tool_name: str
     arguments: str
     reason: Literal["approval", "deferred"]
+    raised: bool = False
+    """The tool raised the pause itself (it runs again, seeing the decision)."""
+    message: str | None = None
+    """Why the tool paused (`NeedsApproval(reason)`), if it said."""
+    metadata: dict[str, Any] | None = None
+    """What the tool attached to its pause (JSON data)."""
+    ask: int = Field(default=0, ge=0)
+    """How many times this call paused before (its run after a decision paused again)."""
 
     @property
     def request(self) -> ToolExecutionRequest:
@@ -137,6 +152,12 @@ def _rebuild_decided(message: str, details: dict[str, Any]) -> CallAlreadyDecide
     return CallAlreadyDecidedError(message, **details)
 
 
+def claim_key(call: PendingCall) -> str:
+    """The key a decision for `call` is claimed by within its pause: its id, and for a call
+    that paused again after a decision, the number of that pause (each gets one decision)."""
+    return call.id if call.ask == 0 else f"{call.id}\0{call.ask}"
+
+
 _DECISION_WORDS = {"approve": "approved (and run)", "deny": "denied", "result": "answered"}
 
 
@@ -186,6 +207,152 @@ def already_decided(
     )
 
 
+ArgumentPattern = Mapping[str, Any]
+"""A serialisable limit on the arguments a standing decision or a rule covers: argument
+name to condition, every condition must hold (on the validated arguments, defaults filled
+in). A condition is a JSON value the argument must equal (same type: `1` is not `1.0` nor
+`true`), or one operator: `{"$in": [values]}`, `{"$glob": "shell-style pattern"}` (strings,
+case-sensitive), `{"$min": n}` / `{"$max": n}` (numbers, inclusive). An argument that is
+missing matches nothing."""
+
+_OPERATORS = frozenset({"$in", "$glob", "$min", "$max"})
+
+
+def check_pattern(pattern: Any) -> dict[str, Any]:
+    """`pattern` as plain JSON data, or a `TypeError` / `ValueError` saying what is wrong."""
+    if not isinstance(pattern, Mapping) or not pattern:
+        raise TypeError(
+            "an argument pattern is a non-empty mapping of argument name to condition, "
+            f"not {type(pattern).__name__}"
+        )
+    try:
+        data: dict[str, Any] = json.loads(
+            json.dumps(dict(pattern), ensure_ascii=False, allow_nan=False)
+        )
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"an argument pattern must be JSON data: {e}") from None
+    for name, condition in data.items():
+        if isinstance(condition, dict) and any(k.startswith("$") for k in condition):
+            if len(condition) != 1 or next(iter(condition)) not in _OPERATORS:
+                raise ValueError(
+                    f"the condition on {name!r} must be one of {sorted(_OPERATORS)} (or a "
+                    f"value to equal), not {sorted(condition)}"
+                )
+            ((op, operand),) = condition.items()
+            if op == "$in" and not isinstance(operand, list):
+                raise ValueError(f"$in on {name!r} takes a list of values")
+            if op == "$glob" and not isinstance(operand, str):
+                raise ValueError(f"$glob on {name!r} takes a str")
+            if op in ("$min", "$max") and not _number(operand):
+                raise ValueError(f"{op} on {name!r} takes a number")
+    return data
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=repr)
+
+
+def _holds(condition: Any, value: Any) -> bool:
+    if isinstance(condition, dict) and len(condition) == 1:
+        ((op, operand),) = condition.items()
+        if op == "$in":
+            return any(_canonical(value) == _canonical(v) for v in operand)
+        if op == "$glob":
+            return isinstance(value, str) and fnmatch.fnmatchcase(value, operand)
+        if op == "$min":
+            return _number(value) and value >= operand
+        if op == "$max":
+            return _number(value) and value <= operand
+    return _canonical(value) == _canonical(condition)
+
+
+def matches_pattern(pattern: ArgumentPattern, arguments: Mapping[str, Any]) -> bool:
+    """Whether `arguments` (validated, defaults filled in) satisfy every condition of
+    `pattern` (see `ArgumentPattern`)."""
+    return all(name in arguments and _holds(c, arguments[name]) for name, c in pattern.items())
+
+
+class StandingDecision(BaseModel):
+    """A decision that stands for the later calls of one tool in one conversation
+    (`Approve(always=True)`, `Deny(always=True)`): `when` (a pattern) limits it to matching
+    arguments. Kept in the `ConversationState` (signed with it) and in a durable
+    conversation; `ConversationState.revoke(id)` removes it. A decision limited by a
+    function (`when=callable`) holds in this process only: a state holding one cannot be
+    written with `to_json` (write the limit as a pattern)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12], min_length=1)
+    tool_name: str
+    decision: Literal["approve", "deny"]
+    message: str | None = None
+    """What the model is told for a denied call."""
+    when: dict[str, Any] | None = None
+    """The argument pattern it is limited to (None: any arguments)."""
+    call_id: str | None = None
+    """The call it was made on."""
+    _predicate: Callable[[dict[str, Any]], Any] | None = PrivateAttr(default=None)
+
+    @field_validator("when")
+    @classmethod
+    def _valid_pattern(cls, value: Any) -> Any:
+        return None if value is None else check_pattern(value)
+
+    @property
+    def in_process(self) -> bool:
+        """Whether it is limited by a function (it cannot be written to JSON)."""
+        return self._predicate is not None
+
+    def covers(self, tool_name: str, arguments: Mapping[str, Any] | None) -> bool:
+        """Whether it applies to a call of `tool_name` with `arguments` (validated; None
+        when they are not valid: a limited decision then covers nothing)."""
+        if tool_name != self.tool_name:
+            return False
+        if self.when is None and self._predicate is None:
+            return True
+        if arguments is None:
+            return False
+        if self.when is not None and not matches_pattern(self.when, arguments):
+            return False
+        if self._predicate is not None:
+            try:
+                return self._predicate(dict(arguments)) is True
+            except Exception:  # a failing limit covers nothing: a person is asked
+                return False
+        return True
+
+    def describe(self) -> str:
+        """One line: what it decides, for which tool and arguments."""
+        what = "always approve" if self.decision == "approve" else "always deny"
+        limit = ""
+        if self.when is not None:
+            limit = f" when {json.dumps(self.when, ensure_ascii=False)}"
+        if self._predicate is not None:
+            limit += " when <function, this process only>"
+        return f"{self.id}: {what} {self.tool_name}{limit}"
+
+
+def standing_from(call: PendingCall, decision: Decision) -> StandingDecision | None:
+    """The standing decision `decision` makes on `call` (None unless `always`)."""
+    if not isinstance(decision, Approve | Deny) or not decision.always:
+        return None
+    when = decision.when
+    standing = StandingDecision(
+        tool_name=call.tool_name,
+        decision="approve" if isinstance(decision, Approve) else "deny",
+        message=decision.message if isinstance(decision, Deny) else None,
+        when=None if when is None or callable(when) else dict(when),
+        call_id=call.id,
+    )
+    if callable(when):
+        standing._predicate = when
+    return standing
+
+
 class ConversationState(BaseModel):
     """A paused conversation: the history so far, the calls waiting and the tool rounds
     used. Serialise with `to_json()` and restore with `ConversationState.from_json(text)`;
@@ -205,6 +372,18 @@ class ConversationState(BaseModel):
     pending: tuple[PendingCall, ...]
     rounds: int = Field(ge=0)
     """Tool rounds already used (the round-trip limit holds across a pause)."""
+    standing_decisions: tuple[StandingDecision, ...] = ()
+    """The conversation's standing decisions (`Approve(always=True)`, `Deny(always=True)`),
+    oldest first; `revoke` removes one."""
+
+    def revoke(self, which: str) -> ConversationState:
+        """This state without the standing decision whose id is `which` (or every one for
+        the tool named `which`): a new state of the same pause. Continue from it (an older
+        copy of the state still holds the decision). `KeyError` when none matches."""
+        kept = tuple(s for s in self.standing_decisions if which not in (s.id, s.tool_name))
+        if len(kept) == len(self.standing_decisions):
+            raise KeyError(f"no standing decision {which!r} in this state")
+        return self.model_copy(update={"standing_decisions": kept, "id": uuid.uuid4().hex})
 
     @model_validator(mode="before")
     @classmethod
@@ -223,6 +402,13 @@ class ConversationState(BaseModel):
         `str`, at least 16 bytes) the text is signed (HMAC-SHA256): `from_json(text,
         key=key)` then refuses any edit. Any other key is a `TypeError` / `ValueError`."""
         secret = None if key is None else signing_key(key)
+        kept_here = [s.id for s in self.standing_decisions if s.in_process]
+        if kept_here:
+            raise TypeError(
+                f"standing decisions {kept_here} are limited by a function, which cannot be "
+                "written to JSON (a text without it would widen the decision): limit them "
+                "with an argument pattern (when={...}) instead, or keep the state in process"
+            )
         text = self.model_dump_json()
         if secret is None:
             return text
@@ -388,16 +574,28 @@ def _verified(text: str | bytes, key: bytes | None) -> str | bytes:
 @dataclass(frozen=True, slots=True)
 class Approve:
     """Run the call; with `arguments` (a dict or JSON text), run it with these instead
-    (validated again, like the model's own)."""
+    (validated again, like the model's own). `always=True` also approves the later calls
+    of this tool in this conversation, those whose arguments match `when` if given (an
+    `ArgumentPattern`, or a function of the arguments: in process only)."""
 
     arguments: Mapping[str, Any] | str | None = None
+    always: bool = field(default=False, kw_only=True)
+    when: ArgumentPattern | Callable[[dict[str, Any]], Any] | None = field(
+        default=None, kw_only=True
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class Deny:
-    """Do not run the call; the model sees `message` as the call's (error) result."""
+    """Do not run the call; the model sees `message` as the call's (error) result.
+    `always=True` also denies the later calls of this tool in this conversation (those
+    whose arguments match `when`, if given), without asking."""
 
     message: str = "The user did not approve this tool call."
+    always: bool = field(default=False, kw_only=True)
+    when: ArgumentPattern | Callable[[dict[str, Any]], Any] | None = field(
+        default=None, kw_only=True
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -425,13 +623,27 @@ class ApprovalRequired:
 
 def decision_message(call_id: str, decision: Decision) -> dict[str, Any]:
     """`decision` for `call_id` as plain JSON data (sent to a durable conversation)."""
-    if isinstance(decision, Approve):
-        arguments = decision.arguments
-        if arguments is not None and not isinstance(arguments, str):
-            arguments = dict(arguments)
-        return {"call_id": call_id, "decision": "approve", "arguments": arguments}
-    if isinstance(decision, Deny):
-        return {"call_id": call_id, "decision": "deny", "message": decision.message}
+    if isinstance(decision, Approve | Deny):
+        if isinstance(decision, Approve):
+            arguments = decision.arguments
+            if arguments is not None and not isinstance(arguments, str):
+                arguments = dict(arguments)
+            message: dict[str, Any] = {
+                "call_id": call_id,
+                "decision": "approve",
+                "arguments": arguments,
+            }
+        else:
+            message = {"call_id": call_id, "decision": "deny", "message": decision.message}
+        if decision.always:
+            if callable(decision.when):
+                raise TypeError(
+                    f"the standing decision for {call_id!r} is limited by a function, which "
+                    "cannot be sent to another process: limit it with an argument pattern"
+                )
+            message["always"] = True
+            message["when"] = None if decision.when is None else check_pattern(decision.when)
+        return message
     return {
         "call_id": call_id,
         "decision": "result",
@@ -446,12 +658,21 @@ def read_decision(message: Any) -> tuple[str, Decision] | None:
     if not isinstance(message, Mapping) or not isinstance(message.get("call_id"), str):
         return None
     kind = message.get("decision")
+    always = message.get("always") is True
+    when = message.get("when") if always else None
+    if when is not None:
+        try:
+            when = check_pattern(when)
+        except (TypeError, ValueError):
+            return None  # a limit that cannot be read must not become "any arguments"
     decision: Decision
     if kind == "approve":
-        decision = Approve(message.get("arguments"))
+        decision = Approve(message.get("arguments"), always=always, when=when)
     elif kind == "deny":
         text = message.get("message")
-        decision = Deny(str(text)) if text else Deny()
+        decision = (
+            Deny(str(text), always=always, when=when) if text else Deny(always=always, when=when)
+        )
     elif kind == "result":
         decision = DeferredResult(
             str(message.get("text", "")),
@@ -497,10 +718,17 @@ def check_decision_kind(call: PendingCall, decision: Any) -> None:
         raise InvalidConversationStateError(
             f"{call.id!r} waits for approval: answer it with Approve or Deny"
         )
+    if isinstance(decision, Approve | Deny) and decision.always and call.reason != "approval":
+        raise InvalidConversationStateError(
+            f"{call.id!r} is a deferred call: a standing decision (always=True) is for calls "
+            "that wait for approval"
+        )
 
 
 def _check_fields(call_id: str, decision: Any) -> None:
     """A decision's fields have the types they promise."""
+    if isinstance(decision, Approve | Deny):
+        check_standing_fields(call_id, decision)
     if isinstance(decision, Approve):
         arguments = decision.arguments
         if arguments is None or isinstance(arguments, str):
@@ -518,3 +746,20 @@ def _check_fields(call_id: str, decision: Any) -> None:
         raise TypeError(f"Deny.message for {call_id!r} must be a str")
     elif isinstance(decision, DeferredResult) and not isinstance(decision.text, str):
         raise TypeError(f"DeferredResult.text for {call_id!r} must be a str")
+
+
+def check_standing_fields(call_id: str, decision: Approve | Deny) -> None:
+    """`always` is a bool; `when` only with it, a pattern or a function; a standing
+    approval does not edit the arguments (it would stand for calls it never saw)."""
+    if not isinstance(decision.always, bool):
+        raise TypeError(f"always for {call_id!r} must be a bool")
+    if decision.when is not None:
+        if not decision.always:
+            raise TypeError(f"when for {call_id!r} limits a standing decision: add always=True")
+        if not callable(decision.when):
+            check_pattern(decision.when)
+    if isinstance(decision, Approve) and decision.always and decision.arguments is not None:
+        raise TypeError(
+            f"Approve for {call_id!r}: a standing approval (always=True) cannot edit the "
+            "arguments; approve the edited call alone, or limit the standing one with when="
+        )

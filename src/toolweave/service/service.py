@@ -65,7 +65,7 @@ from ..chat.telemetry import (
     start_agent_span,
     start_model_span,
 )
-from ..context import ElicitationResult, ToolContext, use_tool_channel
+from ..context import ElicitationResult, ToolContext, use_approval, use_tool_channel
 from ..errors import (
     HallucinatedToolError,
     StructuredOutputError,
@@ -87,6 +87,7 @@ from ..tools.base import Tool
 from ..tools.card import ReturnBehavior, ToolCard
 from ..tools.guardrails import Guardrail, check_guardrails
 from ..tools.local_function import LocalFunction
+from ..tools.pause import ToolPause
 from ..tools.source import ToolSource
 from ..toolsets.abstract import UNKNOWN, Toolset, ToolsetTool
 from ..toolsets.function import FunctionToolset, Options
@@ -102,10 +103,13 @@ from .approvals import (
     DeferredResult,
     Deny,
     PendingCall,
+    StandingDecision,
     already_decided,
     check_decisions,
+    claim_key,
     decision_kind,
     repeat_allowed,
+    standing_from,
 )
 from .guardrails import HALT_ATTRIBUTE, halted_error, run_guarded
 from .handlers import (
@@ -126,6 +130,7 @@ from .result import (
     ToolExecutionStarted,
     ToolProgress,
 )
+from .rules import ApprovalRule, Verdict, evaluate
 from .search import FOUND_TOOLS_ATTRIBUTE, ToolSearchStrategy
 from .subagent import ConversationTool, NestedEvent, Prompt, subconversation_usage
 
@@ -257,6 +262,15 @@ class _Run:
     offering: Offering | None = None
     """The union of the toolsets' tools for the current step (None: the service's own
     tools, no per-step asking)."""
+    standing: list[StandingDecision] = field(default_factory=list)
+    """The conversation's standing decisions (from its state, and made while resuming)."""
+    approvals: dict[str, Decision] = field(default_factory=dict)
+    """Per call id: the decision a call that paused itself runs again with."""
+    explicit: set[str] = field(default_factory=set)
+    """Call ids a person decided one by one in this run (standing decisions do not apply)."""
+    refused: dict[str, str] = field(default_factory=dict)
+    """Per call id: why a rule or a standing decision denied it (it never runs)."""
+    verdicts: dict[tuple[str, str, bool], Verdict | None] = field(default_factory=dict)
 
     def result(
         self,
@@ -390,6 +404,8 @@ class _Outcome:
 
     execution: ToolExecution
     abort: BaseException | None = None
+    paused: ToolPause | None = None
+    """The tool paused itself (`NeedsApproval`, `CallDeferred`): the call has no result."""
 
 
 class ToolService:
@@ -435,6 +451,7 @@ class ToolService:
         # (pause id, call id) -> the first decision's kind ("approve", "deny", "result"),
         # oldest first
         self._decided: dict[tuple[str, str], str] = {}
+        self._rules: list[ApprovalRule] = []
         self._sources: list[_Source] = []
         self._version = 0
         """Bumped when a refresh changes the tools (a running loop rebuilds its request)."""
@@ -595,6 +612,21 @@ class ToolService:
         runs). `specs` are as for `tool(spec, executor)`: cards, `ToolInfo`s, function
         descriptors or names."""
         self._functions.deferred(*specs)
+        return self
+
+    def allow(self, *tools: str, when: Any = None) -> ToolService:
+        """Let calls of these tools (names or shell-style globs) run without asking, those
+        whose arguments match `when` if given (an `ArgumentPattern`, or a function of the
+        validated arguments returning True). A deny rule or standing denial that matches
+        wins (docs/approvals.md)."""
+        self._rules.append(ApprovalRule.make("allow", tools, when, None))
+        return self
+
+    def deny(self, *tools: str, when: Any = None, message: str | None = None) -> ToolService:
+        """Never run calls of these tools (names or globs) whose arguments match `when` (any
+        arguments if not given): the model gets `message` as the call's error result, and
+        nobody is asked. Deny wins over every allow and approval (docs/approvals.md)."""
+        self._rules.append(ApprovalRule.make("deny", tools, when, message))
         return self
 
     def remove(self, name: str) -> None:
@@ -814,6 +846,7 @@ class ToolService:
             run.resume = state
             run.rounds = state.rounds
             run.decisions = dict(decisions or {})
+            run.standing = list(state.standing_decisions)
         if output_type is not None:
             run.output = OutputSchema.of(output_type)
             if run.parameters.response_format is None:
@@ -986,6 +1019,7 @@ class ToolService:
                         yield event
                     outcomes = turn.outcomes
                 self._record(run, runnable, outcomes)
+                gated = self._with_raised(calls, gated, outcomes)
                 pending = []
                 await self._fire(
                     E.ROUND_FINISHED,
@@ -997,7 +1031,7 @@ class ToolService:
                 if abort is not None:
                     raise abort
                 if gated:
-                    decisions = await self._await_decisions(run, gated)
+                    decisions = await self._decide_or_wait(run, gated)
                     if decisions is None:
                         async for event in self._pause(run, response, gated, rounds, streaming):
                             yield event
@@ -1176,6 +1210,8 @@ class ToolService:
         self, run: _Run, calls: list[ToolExecutionRequest], outcomes: list[_Outcome]
     ) -> None:
         for call, outcome in zip(calls, outcomes, strict=True):
+            if outcome.paused is not None:
+                continue  # it waits: its result comes when it runs again
             run.executions.append(outcome.execution)
             message = ToolExecutionResultMessage.from_result(call, outcome.execution.result)
             run.messages.append(message)
@@ -1238,21 +1274,25 @@ class ToolService:
         denied or answered cannot be approved: `CallAlreadyDecidedError`, before anything
         runs. Claimed synchronously, so two concurrent resumes cannot both pass. Returns the
         keys recorded now (not decided before)."""
-        tools = {p.id: p.tool_name for p in state.pending}
-        claims = {(state.pause_id, i): decision_kind(d) for i, d in decisions.items()}
-        for (pause_id, call_id), kind in claims.items():
-            decided = self._decided.get((pause_id, call_id))
+        calls = {p.id: p for p in state.pending}
+        claims = {
+            (state.pause_id, claim_key(calls[i]) if i in calls else i): (i, decision_kind(d))
+            for i, d in decisions.items()
+        }
+        for key, (call_id, kind) in claims.items():
+            decided = self._decided.get(key)
             if decided is not None and not repeat_allowed(decided, kind):
+                call = calls.get(call_id)
                 raise already_decided(
                     call_id=call_id,
-                    tool_name=tools.get(call_id, "?"),
+                    tool_name=call.tool_name if call is not None else "?",
                     decided=decided,
                     attempted=kind,
-                    pause_id=pause_id,
+                    pause_id=state.pause_id,
                 )
         new = [key for key in claims if key not in self._decided]
         for key in new:
-            self._decided[key] = claims[key]
+            self._decided[key] = claims[key][1]
         while len(self._decided) > _DECIDED_KEPT:
             self._decided.pop(next(iter(self._decided)))
         return new
@@ -1268,8 +1308,9 @@ class ToolService:
     async def _gated(self, calls: list[ToolExecutionRequest], run: _Run) -> list[PendingCall]:
         """The calls of a round that wait (in request order)."""
         out: list[PendingCall] = []
+        judged = self._judged(run)
         for call in calls:
-            if not _may_wait(self._entry(call.name, run)):
+            if not judged and not _may_wait(self._entry(call.name, run)):
                 continue  # the common case: no coroutine, nothing recorded
             gate = await self._gate(call, run)
             if gate is not None:
@@ -1289,8 +1330,13 @@ class ToolService:
         if entry is not None:
             reason: Any = None
             policy = entry.card.requires_approval
-            if entry.deferred:
+            verdict = await self._verdict(call, run) if self._judged(run) else None
+            if verdict is not None and verdict[0] == "deny":
+                run.refused[call.id] = verdict[1]
+            elif entry.deferred:
                 reason = "deferred"
+            elif verdict is not None:
+                pass  # allowed by a rule or a standing approval: it runs without asking
             elif policy is True:
                 reason = "approval"
             elif policy is not False:
@@ -1354,6 +1400,85 @@ class ToolService:
         durable conversations wait for them as messages); None pauses the loop."""
         return None
 
+    def _judged(self, run: _Run) -> bool:
+        """Whether rules or standing decisions may say something about a call of `run`."""
+        return bool(self._rules or run.standing)
+
+    async def _verdict(
+        self, call: ToolExecutionRequest, run: _Run, *, standing: bool = True
+    ) -> Verdict | None:
+        """What the service's rules (and, with `standing`, the conversation's standing
+        decisions) say about `call`, on its validated arguments; None: nothing (asked as
+        usual). Found once per call and arguments."""
+        if not self._rules and not (standing and run.standing):
+            return None
+        key = (call.id, call.arguments, standing)
+        if key in run.verdicts:
+            return run.verdicts[key]
+        entry = self._entry(call.name, run)
+        verdict: Verdict | None = None
+        if entry is not None:
+            arguments = await self._rule_arguments(entry, call)
+            verdict = evaluate(self._rules, run.standing if standing else (), call.name, arguments)
+        run.verdicts[key] = verdict
+        return verdict
+
+    async def _rule_arguments(self, entry: _Entry, call: ToolExecutionRequest) -> Any:
+        """The arguments `call` would run with (validated, defaults filled in), or None when
+        they are not valid (or cannot be prepared)."""
+        tool = _tool_behind(entry.executor)
+        try:
+            if tool is not None:
+                return await validated_arguments(tool, call)
+            if entry.validator is None:
+                entry.validator = JsonSchemaArgumentsValidator(
+                    entry.card.input_params, tool_name=call.name
+                )
+            return entry.validator.validate_json(call.arguments)
+        except Exception:
+            return None
+
+    async def _refusal(self, call: ToolExecutionRequest, run: _Run) -> str | None:
+        """Why `call` must not run (a deny rule, a standing denial), or None."""
+        refused = run.refused.get(call.id)
+        if refused is not None or not self._judged(run):
+            return refused
+        verdict = await self._verdict(call, run, standing=call.id not in run.explicit)
+        return verdict[1] if verdict is not None and verdict[0] == "deny" else None
+
+    def _with_raised(
+        self,
+        calls: list[ToolExecutionRequest],
+        gated: list[PendingCall],
+        outcomes: list[_Outcome],
+    ) -> list[PendingCall]:
+        """`gated` with the calls whose tool paused itself, in request order."""
+        raised = {
+            o.execution.request.id: _pending(o.execution.request, o.paused)
+            for o in outcomes
+            if o.paused is not None
+        }
+        if not raised:
+            return gated
+        by_id = {g.id: g for g in gated} | raised
+        return [by_id[c.id] for c in calls if c.id in by_id]
+
+    async def _decide_or_wait(
+        self, run: _Run, waiting: list[PendingCall]
+    ) -> Mapping[str, Decision] | None:
+        """Decisions for the calls that paused: those that paused themselves and that a
+        rule or a standing approval covers are approved at once (they run again, seeing
+        it); the rest wait for a person (`_await_decisions`)."""
+        auto: dict[str, Decision] = {}
+        for call in waiting:
+            if call.raised and call.reason == "approval":
+                verdict = await self._verdict(call.request, run)
+                if verdict is not None:
+                    auto[call.id] = verdict[1] if verdict[0] == "allow" else Deny(verdict[1])
+        if auto:
+            return auto  # what is left waits when the resume reaches it
+        return await self._await_decisions(run, waiting)
+
     async def _pause(
         self,
         run: _Run,
@@ -1370,6 +1495,7 @@ class ToolService:
             pending=tuple(waiting),
             rounds=rounds,
             pause_id=pause_id or "",  # "": a new pause
+            standing_decisions=tuple(run.standing),
         )
         if run.span is not None:
             run.span.add_event(
@@ -1386,9 +1512,11 @@ class ToolService:
         yield ChatCompleted(run.result(response, state=state))
 
     async def _resume(self, run: _Run, turn: _Turn) -> AsyncIterator[ServiceEvent]:
-        """Apply the decisions to a paused round: run the approved calls, answer the denied
-        and deferred ones; pause again while calls are left without a decision; else end
-        the loop if the round's `ReturnBehavior` says so (sets `turn.finished`)."""
+        """Apply the decisions to a paused round: run the approved calls (a call that paused
+        itself runs again, seeing its decision), answer the denied and deferred ones; wait
+        again while calls are left without a decision (a durable conversation waits for
+        them, else the loop pauses); else end the loop if the round's `ReturnBehavior` says
+        so (sets `turn.finished`)."""
         state = run.resume
         assert state is not None
         run.resume = None
@@ -1396,25 +1524,77 @@ class ToolService:
             (i, m) for i, m in reversed(list(enumerate(state.messages))) if isinstance(m, AiMessage)
         )
         response = ChatResponse(ai)
+        pending = list(state.pending)
+        while True:
+            waiting: list[PendingCall] = []
+            async for event in self._apply_decisions(run, turn, pending, waiting):
+                yield event
+            if not waiting:
+                break
+            decisions = await self._await_decisions(run, waiting)
+            if decisions is None:
+                turn.finished = True
+                async for event in self._pause(
+                    run, response, waiting, run.rounds, turn.queue is not None, state.pause_id
+                ):
+                    yield event
+                return
+            run.decisions = dict(decisions)
+            pending = waiting
+        # every call of the round is answered: results in request order, as without a pause
+        order = {c.id: i for i, c in enumerate(ai.tool_execution_requests)}
+        answers = run.messages[position + 1 :]
+        if all(isinstance(m, ToolExecutionResultMessage) for m in answers):
+            answers.sort(key=lambda m: order.get(getattr(m, "id", ""), len(order)))
+            run.messages[position + 1 :] = answers
+        errors = {
+            m.id: m.is_error
+            for m in run.messages[position + 1 :]
+            if isinstance(m, ToolExecutionResultMessage)
+        }
+        calls = list(ai.tool_execution_requests)
+        if self._returns_immediately(calls, [errors.get(c.id, False) for c in calls], run):
+            turn.finished = True
+            yield ChatCompleted(run.result(response, immediate=True))
+
+    async def _apply_decisions(
+        self, run: _Run, turn: _Turn, pending: list[PendingCall], waiting: list[PendingCall]
+    ) -> AsyncIterator[ServiceEvent]:
+        """Apply `run.decisions` to `pending`: run the approved calls (yielding their events
+        when streaming), answer the others. Appends to `waiting` the calls left without a
+        decision, and those whose run after a decision paused again (asked once more)."""
         approved: list[ToolExecutionRequest] = []
-        waiting: list[PendingCall] = []
+        asked: dict[str, PendingCall] = {}
         now = datetime.now(UTC)
-        for call in state.pending:
+        for call in pending:
             decision = run.decisions.get(call.id)
             if decision is None:
                 waiting.append(call)
                 continue
+            standing = standing_from(call, decision)
+            if standing is not None and not any(_same(standing, s) for s in run.standing):
+                run.standing.append(standing)
             request = call.request
-            if isinstance(decision, Approve):
-                if decision.arguments is not None:
-                    arguments = decision.arguments
-                    if not isinstance(arguments, str):
-                        arguments = json.dumps(dict(arguments), ensure_ascii=False)
-                    request = request.model_copy(update={"arguments": arguments})
+            runs = isinstance(decision, Approve) or (
+                call.raised and isinstance(decision, DeferredResult)
+            )
+            if isinstance(decision, Approve) and decision.arguments is not None:
+                arguments = decision.arguments
+                if not isinstance(arguments, str):
+                    arguments = json.dumps(dict(arguments), ensure_ascii=False)
+                request = request.model_copy(update={"arguments": arguments})
+            refusal = await self._verdict(request, run, standing=False) if runs else None
+            if runs and (refusal is None or refusal[0] != "deny"):
                 run.gates[call.id] = None
+                run.explicit.add(call.id)
+                if call.raised:
+                    run.approvals[call.id] = decision
+                    asked[call.id] = call
                 approved.append(request)
                 continue
-            if isinstance(decision, Deny):
+            if refusal is not None and refusal[0] == "deny":
+                result = ToolExecutionResult.error_result(refusal[1])
+            elif isinstance(decision, Deny):
                 result = ToolExecutionResult.error_result(decision.message)
             else:
                 assert isinstance(decision, DeferredResult)
@@ -1431,31 +1611,16 @@ class ToolService:
                     yield event
                 outcomes = turn.outcomes
             self._record(run, approved, outcomes)
+            for request, outcome in zip(approved, outcomes, strict=True):
+                run.approvals.pop(request.id, None)
+                if outcome.paused is not None:
+                    before = asked.get(request.id)
+                    again = _pending(request, outcome.paused)
+                    ask = before.ask + 1 if before is not None else 0
+                    waiting.append(again.model_copy(update={"ask": ask}))
             abort = next((o.abort for o in outcomes if o.abort is not None), None)
             if abort is not None:
                 raise abort
-        if waiting:
-            turn.finished = True
-            async for event in self._pause(
-                run, response, waiting, run.rounds, turn.queue is not None, state.pause_id
-            ):
-                yield event
-            return
-        # every call of the round is answered: results in request order, as without a pause
-        order = {c.id: i for i, c in enumerate(ai.tool_execution_requests)}
-        answers = run.messages[position + 1 :]
-        if all(isinstance(m, ToolExecutionResultMessage) for m in answers):
-            answers.sort(key=lambda m: order.get(getattr(m, "id", ""), len(order)))
-            run.messages[position + 1 :] = answers
-        errors = {
-            m.id: m.is_error
-            for m in run.messages[position + 1 :]
-            if isinstance(m, ToolExecutionResultMessage)
-        }
-        calls = list(ai.tool_execution_requests)
-        if self._returns_immediately(calls, [errors.get(c.id, False) for c in calls], run):
-            turn.finished = True
-            yield ChatCompleted(run.result(response, immediate=True))
 
     # executing a round ----------------------------------------------------------------------
     async def _execute_round(
@@ -1509,18 +1674,30 @@ class ToolService:
         if queue is not None:
             queue.put_nowait(ToolExecutionStarted(call))
         abort: BaseException | None = None
+        paused: ToolPause | None = None
         async with self._guards(call, run):
             start = datetime.now(UTC)
             try:
-                with (
-                    current(run.span),  # its execute_tool span goes under invoke_agent
-                    use_tool_channel(_ServiceChannel(self, call, queue)),
-                ):
-                    result = await self._dispatch(call, run, inline=inline)
+                refusal = await self._refusal(call, run)
+                if refusal is not None:
+                    result = ToolExecutionResult.error_result(refusal)
+                else:
+                    with (
+                        current(run.span),  # its execute_tool span goes under invoke_agent
+                        use_tool_channel(_ServiceChannel(self, call, queue)),
+                        use_approval(call.id, run.approvals.get(call.id)),
+                    ):
+                        result = await self._dispatch(call, run, inline=inline)
+                    paused = _pause_of(result)
+            except _Paused as p:
+                paused = p.pause
+                result = ToolExecutionResult(text=f"The call paused ({p.pause.kind}).")
             except _Abort as a:
                 abort = a.error
                 result = a.result
         execution = ToolExecution(call, result, start, datetime.now(UTC), run.memory_id)
+        if paused is not None:  # no result yet: the call waits (its run again reports one)
+            return _Outcome(execution, abort, paused)
         if queue is not None:
             queue.put_nowait(ToolExecutionFinished(execution))
         return _Outcome(execution, abort)
@@ -1652,6 +1829,9 @@ class ToolService:
         *,
         counted: bool,
     ) -> ToolExecutionResult:
+        cause = getattr(error, "cause", None)
+        if isinstance(cause, ToolPause):  # the tool paused itself: not a failure
+            raise _Paused(cause)
         attempt = 1
         if counted:
             attempt = run.failures.get(call.name, 0) + 1
@@ -1786,3 +1966,43 @@ class _Abort(Exception):
         super().__init__(str(error))
         self.error = error
         self.result = result
+
+
+class _Paused(Exception):
+    """Internal: the tool raised `NeedsApproval` / `CallDeferred`; carries it."""
+
+    def __init__(self, pause: ToolPause) -> None:
+        super().__init__(str(pause))
+        self.pause = pause
+
+
+def _pause_of(result: ToolExecutionResult) -> ToolPause | None:
+    """The pause a tool raised, when its executor turned it into an error result."""
+    error = result.error if result.is_error else None
+    if isinstance(error, ToolPause):
+        return error
+    cause = getattr(error, "cause", None)
+    return cause if isinstance(cause, ToolPause) else None
+
+
+def _pending(call: ToolExecutionRequest, pause: ToolPause) -> PendingCall:
+    """The pending entry of a call whose tool paused itself."""
+    return PendingCall(
+        id=call.id,
+        tool_name=call.name,
+        arguments=call.arguments,
+        reason=pause.kind,
+        raised=True,
+        message=pause.message,
+        metadata=pause.metadata,
+    )
+
+
+def _same(a: StandingDecision, b: StandingDecision) -> bool:
+    """Whether two standing decisions decide the same (a repeat is not kept twice)."""
+    return (
+        not a.in_process
+        and not b.in_process
+        and (a.tool_name, a.decision, a.when, a.message)
+        == (b.tool_name, b.decision, b.when, b.message)
+    )
