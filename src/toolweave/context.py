@@ -17,6 +17,8 @@ from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from .identity import Identity, current_identity
+
 __all__ = [
     "ElicitationResult",
     "ToolChannel",
@@ -165,6 +167,12 @@ class ToolContext:
     def channel(self) -> ToolChannel | None:
         """The channel in force for this call, if any."""
         return _CHANNEL.get()
+
+    @property
+    def identity(self) -> Identity | None:
+        """The verified caller (with `serve_mcp(auth=...)`: the bearer token's subject,
+        client, scopes and claims); None when the request was not authenticated."""
+        return current_identity()
 
     async def areport_progress(
         self, progress: float, total: float | None = None, message: str | None = None

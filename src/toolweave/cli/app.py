@@ -583,6 +583,52 @@ def mcp_serve(
             "a longer one is refused unread.",
         ),
     ] = 4 * 1024 * 1024,
+    auth: Annotated[
+        str | None,
+        typer.Option(
+            help="HTTP only: require OAuth bearer tokens, verified as JWTs (jwt), by token "
+            "introspection (introspection, secret in $TOOLWEAVE_AUTH_CLIENT_SECRET), or by "
+            "an McpAuth object (MODULE:OBJECT).",
+            rich_help_panel="Auth",
+        ),
+    ] = None,
+    auth_resource: Annotated[
+        str | None,
+        typer.Option(
+            help="This server's URL as clients reach it (tokens must be issued for it); "
+            "http://HOST:PORT/PATH by default on loopback.",
+            rich_help_panel="Auth",
+        ),
+    ] = None,
+    auth_issuer: Annotated[
+        str | None, typer.Option(help="The authorization server (iss).", rich_help_panel="Auth")
+    ] = None,
+    auth_audience: Annotated[
+        str | None,
+        typer.Option(
+            help="The audience tokens must name (default: the resource).", rich_help_panel="Auth"
+        ),
+    ] = None,
+    auth_jwks_url: Annotated[
+        str | None, typer.Option(help="Where the signing keys are (JWKS).", rich_help_panel="Auth")
+    ] = None,
+    auth_key_file: Annotated[
+        str | None,
+        typer.Option(
+            help="A static verification key: PEM, JWK or JWK Set.", rich_help_panel="Auth"
+        ),
+    ] = None,
+    auth_introspection_url: Annotated[
+        str | None, typer.Option(help="The RFC 7662 endpoint.", rich_help_panel="Auth")
+    ] = None,
+    auth_client_id: Annotated[
+        str | None,
+        typer.Option(help="The client id for introspection.", rich_help_panel="Auth"),
+    ] = None,
+    auth_scope: Annotated[
+        list[str] | None,
+        typer.Option(help="A scope every request needs (repeatable).", rich_help_panel="Auth"),
+    ] = None,
 ) -> None:
     """Serve the tools (and, with --proxy, other MCP servers') as an MCP server until stopped."""
     with _errors():
@@ -603,6 +649,23 @@ def mcp_serve(
         module = loaded_module(tools) if tools is not None else None
         features = features_in(vars(module).values()) if module is not None else []
         wire = "streamable-http" if transport is Transport.http else transport.value
+        served_auth = None
+        if auth is not None:
+            from ._serve_auth import serve_auth
+
+            served_auth = serve_auth(
+                auth,
+                stdio=transport is Transport.stdio,
+                resource=auth_resource,
+                where=(host, port, path or ("/mcp" if transport is Transport.http else "/sse")),
+                issuer=auth_issuer,
+                audience=auth_audience,
+                jwks_url=auth_jwks_url,
+                key_file=auth_key_file,
+                introspection_url=auth_introspection_url,
+                client_id=auth_client_id,
+                scopes=auth_scope or [],
+            )
         if transport is not Transport.stdio:
             where = path or ("/mcp" if transport is Transport.http else "/sse")
             shown = f"[{host}]" if ":" in host else host
@@ -618,6 +681,7 @@ def mcp_serve(
                 features=features,
                 max_message_bytes=max_message_bytes,
                 proxy=proxies,
+                auth=served_auth,
             )
 
 

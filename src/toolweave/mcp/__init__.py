@@ -11,6 +11,7 @@ except ImportError as _e:  # pragma: no cover - exercised in a subprocess test
         "pip install 'toolweave[mcp]'"
     ) from _e
 
+from .auth import IntrospectionVerifier, JwtVerifier, McpAuth
 from .client import McpAuthError, McpClient, McpTimeoutError, SyncMcpClient
 from .config import (
     McpClientType,
@@ -25,6 +26,9 @@ from .server import McpTransport, build_mcp_server, serve_mcp, serve_mcp_async
 from .tool import McpTool, McpToolCard, mcp_result_to_value
 
 __all__ = [
+    "IntrospectionVerifier",
+    "JwtVerifier",
+    "McpAuth",
     "McpAuthError",
     "McpClient",
     "McpClientType",

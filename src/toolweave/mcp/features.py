@@ -100,6 +100,8 @@ class McpResource:
     security: ResourceSecurity = DEFAULT_RESOURCE_SECURITY
     """The checks of a template's variables (the SDK's policy; refuses path escapes by
     default)."""
+    scopes: tuple[str, ...] = ()
+    """The OAuth scopes a client's token needs to read it (with `serve_mcp(auth=...)`)."""
 
     @property
     def is_template(self) -> bool:
@@ -121,6 +123,8 @@ class McpPrompt:
     description: str | None = None
     arguments: tuple[tuple[str, bool], ...] = field(default=())
     """(name, required) per parameter."""
+    scopes: tuple[str, ...] = ()
+    """The OAuth scopes a client's token needs to get it (with `serve_mcp(auth=...)`)."""
 
     async def render(self, arguments: dict[str, str]) -> Any:
         """Call the function with the client's arguments."""
@@ -146,6 +150,10 @@ class McpCompletion:
         return [str(v) for v in (out or [])]
 
 
+def _scopes(scopes: Iterable[str]) -> tuple[str, ...]:
+    return tuple(scopes.split()) if isinstance(scopes, str) else tuple(scopes)
+
+
 def resource(
     uri: str,
     *,
@@ -154,9 +162,11 @@ def resource(
     description: str | None = None,
     mime_type: str | None = None,
     security: ResourceSecurity = DEFAULT_RESOURCE_SECURITY,
+    scopes: Iterable[str] = (),
 ) -> Callable[[Callable[..., Any]], McpResource]:
     """Declare a resource (or, when `uri` has ``{variables}``, a resource template);
-    `security` checks a template's variables (see `McpResource`)."""
+    `security` checks a template's variables (see `McpResource`); `scopes` are the OAuth
+    scopes needed to read it when served with auth."""
 
     def wrap(func: Callable[..., Any]) -> McpResource:
         return McpResource(
@@ -167,6 +177,7 @@ def resource(
             description=description if description is not None else (_doc(func) or None),
             mime_type=mime_type,
             security=security,
+            scopes=_scopes(scopes),
         )
 
     return wrap
@@ -176,7 +187,11 @@ def resource(
 def prompt(func: Callable[..., Any], /) -> McpPrompt: ...
 @overload
 def prompt(
-    *, name: str | None = None, title: str | None = None, description: str | None = None
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    scopes: Iterable[str] = (),
 ) -> Callable[[Callable[..., Any]], McpPrompt]: ...
 def prompt(
     func: Callable[..., Any] | None = None,
@@ -185,8 +200,10 @@ def prompt(
     name: str | None = None,
     title: str | None = None,
     description: str | None = None,
+    scopes: Iterable[str] = (),
 ) -> McpPrompt | Callable[[Callable[..., Any]], McpPrompt]:
-    """Declare a prompt: ``@prompt`` or ``@prompt(name=..., title=...)``."""
+    """Declare a prompt: ``@prompt`` or ``@prompt(name=..., title=...)``; `scopes` are the
+    OAuth scopes needed to get it when served with auth."""
 
     def wrap(f: Callable[..., Any]) -> McpPrompt:
         args = tuple(
@@ -200,6 +217,7 @@ def prompt(
             title=title,
             description=description if description is not None else (_doc(f) or None),
             arguments=args,
+            scopes=_scopes(scopes),
         )
 
     return wrap(func) if func is not None else wrap

@@ -65,6 +65,9 @@ if typing.TYPE_CHECKING:
     from .config import McpServerConfig
     from .gateway import McpProxy
 
+if typing.TYPE_CHECKING:
+    from .auth import McpAuth
+
 __all__ = ["McpTransport", "build_mcp_server", "serve_mcp", "serve_mcp_async"]
 
 log = logging.getLogger("toolweave.mcp.server")
@@ -807,6 +810,7 @@ async def serve_mcp_async(
     features: Iterable[Feature] = (),
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     proxy: Iterable[McpServerConfig | McpProxy] = (),
+    auth: McpAuth | None = None,
 ) -> None:
     """Serve `tools` (and `features`: resources, prompts, completions) until cancelled
     (stdio: until stdin closes). `proxy`: other MCP servers whose tools, resources and
@@ -816,10 +820,16 @@ async def serve_mcp_async(
     protection); `path` defaults to ``/mcp`` (streamable HTTP) or ``/sse`` (SSE, messages are
     posted to ``/messages/``). A request longer than `max_message_bytes` (4 MiB by default)
     is refused unread: over stdio with a JSON-RPC error -32600 (the session goes on), over
-    HTTP with status 413.
+    HTTP with status 413. `auth` (HTTP only) makes the server an OAuth 2.1 resource server:
+    every request needs a bearer token it verifies (see `McpAuth`).
     """
     if max_message_bytes <= 0:
         raise ValueError("max_message_bytes must be a positive number of bytes")
+    if auth is not None and transport == "stdio":
+        raise ValueError(
+            "auth= is for HTTP transports; over stdio, credentials come from the environment"
+        )
+    tools, features = list(tools), list(features)
     server = build_mcp_server(tools, name=name, features=features, proxy=proxy)
     if transport == "stdio":
         from ._stdio_guard import checked_stdio_server
@@ -837,6 +847,18 @@ async def serve_mcp_async(
         app = _sse_app(server, path or "/sse", host, max_message_bytes)
     else:
         raise ValueError(f"unknown MCP transport {transport!r}: use stdio, streamable-http or sse")
+    if auth is not None:
+        from .auth import default_resource
+
+        app = auth.protect(
+            app,
+            resource=default_resource(
+                host, port, path or ("/mcp" if transport == "streamable-http" else "/sse")
+            ),
+            tools=tools,
+            features=features,
+            max_message_bytes=max_message_bytes,
+        )
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
     await uvicorn.Server(config).serve()
 
@@ -885,6 +907,7 @@ def serve_mcp(
     features: Iterable[Feature] = (),
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     proxy: Iterable[McpServerConfig | McpProxy] = (),
+    auth: McpAuth | None = None,
 ) -> None:
     """Serve `tools` as an MCP server, blocking (see `serve_mcp_async`)."""
     tool_list = list(tools)
@@ -903,6 +926,7 @@ def serve_mcp(
             features=feature_list,
             max_message_bytes=max_message_bytes,
             proxy=proxy_list,
+            auth=auth,
         )
 
     anyio.run(main)

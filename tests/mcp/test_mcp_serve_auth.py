@@ -1,0 +1,347 @@
+"""`toolweave mcp serve --auth ...` / `serve_mcp(auth=McpAuth(...))` as an OAuth 2.1
+resource server, against a real authorization server on 127.0.0.1 (`oauth_server.py`), with
+toolweave's McpClient, the Python SDK's client and raw HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp.client.client import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_support import SERVERS, TEST_TIMEOUT, free_port, wait_for_port
+from oauth_server import AuthorizationServer
+
+from toolweave.mcp import McpAuthError, McpClient, McpServerConfig
+
+TOOLS = str(SERVERS / "mcp_auth_tools.py")
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+
+
+class Served:
+    """`toolweave mcp serve` in a subprocess; its stderr is kept (to check for tokens)."""
+
+    def __init__(self, *auth_args: str, tmp: Path, env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.metadata_url = f"http://127.0.0.1:{self.port}/.well-known/oauth-protected-resource/mcp"
+        self.stderr_path = tmp / f"server-{self.port}.stderr"
+        self._stderr = self.stderr_path.open("wb")
+        argv = [sys.executable, "-m", "toolweave", "mcp", "serve", TOOLS]
+        argv += ["--transport", "http", "--port", str(self.port), *auth_args]
+        self.proc = subprocess.Popen(
+            argv, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=self._stderr
+        )
+        wait_for_port(self.port, self.proc)
+
+    def stop(self) -> str:
+        """Stop it; what it wrote to stderr."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._stderr.close()
+        return self.stderr_path.read_text(errors="replace")
+
+
+def text(result: Any) -> str:
+    return "".join(getattr(b, "text", "") for b in result.content)
+
+
+def jwt_args(auth: AuthorizationServer, *extra: str) -> list[str]:
+    return [
+        "--auth",
+        "jwt",
+        "--auth-issuer",
+        auth.issuer,
+        "--auth-jwks-url",
+        f"{auth.issuer}/jwks",
+        *extra,
+    ]
+
+
+@pytest.fixture(scope="module")
+def auth_server() -> Iterator[AuthorizationServer]:
+    server = AuthorizationServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def served(
+    auth_server: AuthorizationServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
+    server = Served(*jwt_args(auth_server), tmp=tmp_path_factory.mktemp("served"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def config(served: Served, token: str | None) -> McpServerConfig:
+    headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+    return McpServerConfig(
+        server_name="authed", params={"url": served.url}, auth_headers=headers, connect_timeout=30
+    )
+
+
+async def post(
+    served: Served, token: str | None, message: dict[str, Any] = INIT, **headers: str
+) -> httpx2.Response:
+    h = {"Accept": "application/json, text/event-stream", **headers}
+    if token is not None:
+        h["Authorization"] = f"Bearer {token}"
+    async with httpx2.AsyncClient(timeout=TEST_TIMEOUT) as http:
+        return await http.post(served.url, json=message, headers=h)
+
+
+def challenge(response: httpx2.Response) -> dict[str, str]:
+    """The parameters of a ``WWW-Authenticate: Bearer k="v", ...`` header."""
+    value = response.headers["www-authenticate"]
+    scheme, _, rest = value.partition(" ")
+    assert scheme == "Bearer"
+    out = {}
+    for part in rest.split('", '):
+        key, _, val = part.partition("=")
+        out[key.strip()] = val.strip().strip('"')
+    return out
+
+
+def token_for(auth: AuthorizationServer, resource: str, scope: str) -> str:
+    """A token from the authorization server's token endpoint (client_credentials, RFC 8707
+    resource)."""
+    cid, secret = auth.add_client(scopes=scope)
+    response = httpx2.post(
+        f"{auth.issuer}/token",
+        data={"grant_type": "client_credentials", "resource": resource, "scope": scope},
+        auth=(cid, secret or ""),
+    )
+    response.raise_for_status()
+    return str(response.json()["access_token"])
+
+
+# --- discovery -----------------------------------------------------------------------------------
+
+
+async def test_the_metadata_document_names_the_resource_and_its_authorization_server(
+    served: Served, auth_server: AuthorizationServer
+) -> None:
+    async with httpx2.AsyncClient() as http:
+        doc = (await http.get(served.metadata_url)).json()
+    assert doc["resource"] == served.url
+    assert doc["authorization_servers"] == [auth_server.issuer]  # exactly: no "/" added
+    assert doc["bearer_methods_supported"] == ["header"]
+
+
+async def test_no_token_is_401_pointing_at_the_metadata(served: Served) -> None:
+    response = await post(served, None)
+    assert response.status_code == 401
+    params = challenge(response)
+    assert params["resource_metadata"] == served.metadata_url
+    assert "error" not in params  # RFC 6750 §3.1: no error code when no credentials were sent
+
+
+# --- tokens --------------------------------------------------------------------------------------
+
+
+async def test_a_valid_token_reaches_the_tools_and_its_identity_is_on_the_tool_context(
+    served: Served, auth_server: AuthorizationServer
+) -> None:
+    token = token_for(auth_server, served.url, "files:read profile")
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(config(served, token)) as client:
+        for name in ("whoami", "whoami_sync"):
+            who = json.loads(text(await client.call_tool(name, {})))
+            assert who["subject"].startswith("user-of-client-")
+            assert who["client_id"] == who["subject"].removeprefix("user-of-")
+            assert who["issuer"] == auth_server.issuer
+            assert who["scopes"] == ["files:read", "profile"]
+            assert who["aud"] == served.url
+            assert who["has_files_write"] is False
+
+
+async def test_the_sdk_client_with_a_bearer_token(
+    served: Served, auth_server: AuthorizationServer
+) -> None:
+    token = auth_server.mint(audience=served.url, scope="files:write", subject="bob")
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=TEST_TIMEOUT)
+    async with (
+        asyncio.timeout(TEST_TIMEOUT),
+        http,
+        Client(streamable_http_client(served.url, http_client=http), mode="legacy") as client,
+    ):
+        result = await client.call_tool("whoami", {})
+        who = json.loads(result.content[0].text)  # type: ignore[union-attr]
+        assert (who["subject"], who["has_files_write"]) == ("bob", True)
+        deleted = await client.call_tool("delete_file", {"name": "a.txt"})
+        assert deleted.content[0].text == "deleted a.txt"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("claims", "why"),
+    [
+        pytest.param({"expires_in": -600}, "the token has expired", id="expired"),
+        pytest.param(
+            {"audience": "http://127.0.0.1:1/other"},
+            "not issued for this resource",
+            id="wrong-audience",
+        ),
+        pytest.param({"issuer": "http://127.0.0.1:1"}, "issuer is not accepted", id="wrong-issuer"),
+    ],
+)
+async def test_a_bad_token_is_401_invalid_token(
+    served: Served, auth_server: AuthorizationServer, claims: dict[str, Any], why: str
+) -> None:
+    token = auth_server.mint(**{"audience": served.url, **claims})
+    response = await post(served, token)
+    assert response.status_code == 401
+    params = challenge(response)
+    assert params["error"] == "invalid_token"
+    assert why in params["error_description"]
+    assert params["resource_metadata"] == served.metadata_url
+    assert token not in response.text and token not in response.headers["www-authenticate"]
+
+
+async def test_our_client_reports_a_refused_token_as_an_auth_error(
+    served: Served, auth_server: AuthorizationServer
+) -> None:
+    token = auth_server.mint(audience=served.url, expires_in=-600)
+    with pytest.raises(McpAuthError) as caught:
+        async with asyncio.timeout(TEST_TIMEOUT), McpClient(config(served, token)) as client:
+            await client.list_tools()
+    assert caught.value.status == 401
+    assert token not in str(caught.value)
+
+
+async def test_garbage_and_an_unsigned_token_are_refused(
+    served: Served, auth_server: AuthorizationServer
+) -> None:
+    import jwt
+
+    unsigned = jwt.encode(
+        {"iss": auth_server.issuer, "aud": served.url, "exp": 2**31}, None, algorithm="none"
+    )
+    for token in ("not-a-jwt", unsigned):
+        response = await post(served, token)
+        assert response.status_code == 401
+        assert challenge(response)["error"] == "invalid_token"
+
+
+# --- scopes --------------------------------------------------------------------------------------
+
+
+def call(name: str, arguments: dict[str, Any], id: int = 2) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": id,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    }
+
+
+async def session(served: Served, token: str) -> dict[str, str]:
+    """Headers of an initialized session for raw requests."""
+    response = await post(served, token)
+    assert response.status_code == 200
+    headers = {
+        "mcp-session-id": response.headers["mcp-session-id"],
+        "mcp-protocol-version": "2025-11-25",
+    }
+    await post(served, token, {"jsonrpc": "2.0", "method": "notifications/initialized"}, **headers)
+    return headers
+
+
+async def test_a_tool_that_needs_a_scope_the_token_lacks_is_403_insufficient_scope(
+    served: Served, auth_server: AuthorizationServer
+) -> None:
+    token = auth_server.mint(audience=served.url, scope="files:read")
+    headers = await session(served, token)
+    fine = await post(served, token, call("whoami", {}), **headers)
+    assert fine.status_code == 200 and "files:read" in fine.text
+    refused = await post(served, token, call("delete_file", {"name": "x"}), **headers)
+    assert refused.status_code == 403
+    params = challenge(refused)
+    assert params["error"] == "insufficient_scope"
+    assert params["scope"] == "files:write"
+    assert params["resource_metadata"] == served.metadata_url
+    # the resource template and the prompt declare theirs too
+    read = {"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": "plans://q3"}}
+    refused = await post(served, token, read, **headers)
+    assert (refused.status_code, challenge(refused)["scope"]) == (403, "plans:read")
+    get = {
+        "jsonrpc": "2.0",
+        "id": 4,
+        "method": "prompts/get",
+        "params": {"name": "review", "arguments": {"code": "x"}},
+    }
+    refused = await post(served, token, get, **headers)
+    assert (refused.status_code, challenge(refused)["scope"]) == (403, "prompts:review")
+    # with the scopes, the same calls go through
+    wider = auth_server.mint(audience=served.url, scope="files:write plans:read prompts:review")
+    headers = await session(served, wider)
+    for message, seen in (
+        (call("delete_file", {"name": "x"}), "deleted x"),
+        (read, "the plan q3"),
+        (get, "Review this: x"),
+    ):
+        response = await post(served, wider, message, **headers)
+        assert response.status_code == 200 and seen in response.text
+
+
+async def test_our_client_gets_an_auth_error_for_the_one_tool_it_lacks_a_scope_for(
+    served: Served, auth_server: AuthorizationServer
+) -> None:
+    token = auth_server.mint(audience=served.url, scope="files:read")
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(config(served, token)) as client:
+        assert "files:read" in text(await client.call_tool("whoami", {}))
+        with pytest.raises(McpAuthError) as caught:
+            await client.call_tool("delete_file", {"name": "x"})
+        assert caught.value.status == 403
+        assert caught.value.details["scope"] == "files:write"
+        assert "files:write" in str(caught.value)
+        # the session goes on
+        assert "files:read" in text(await client.call_tool("whoami_sync", {}))
+
+
+# --- logs ----------------------------------------------------------------------------------------
+
+
+def test_tokens_never_reach_the_server_log(
+    auth_server: AuthorizationServer, tmp_path: Path
+) -> None:
+    server = Served(*jwt_args(auth_server), tmp=tmp_path)
+    tokens = [
+        auth_server.mint(audience=server.url, expires_in=-600),
+        auth_server.mint(audience="http://127.0.0.1:1/elsewhere"),
+        auth_server.mint(audience=server.url, scope="files:read"),
+    ]
+    try:
+        for token in tokens:
+            asyncio.run(post(server, token))
+            asyncio.run(post(server, token, call("delete_file", {"name": "x"})))
+    finally:
+        log = server.stop()
+    for token in tokens:
+        assert token not in log
+        assert token.split(".")[2] not in log

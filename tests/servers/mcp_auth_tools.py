@@ -1,0 +1,60 @@
+"""Tools, a resource and a prompt for the auth tests, served with
+``toolweave mcp serve mcp_auth_tools.py --transport http --auth ...``.
+
+`whoami` (async) and `whoami_sync` answer the caller's verified identity; `delete_file`
+needs the ``files:write`` scope (declared on its card), the ``plans://`` resource
+``plans:read``, the ``review`` prompt ``prompts:review``.
+"""
+
+from __future__ import annotations
+
+import json
+
+from toolweave import ToolContext, tool
+from toolweave.mcp import prompt, resource
+
+
+def _who(ctx: ToolContext) -> str:
+    who = ctx.identity
+    if who is None:
+        return json.dumps(None)
+    return json.dumps(
+        {
+            "subject": who.subject,
+            "client_id": who.client_id,
+            "issuer": who.issuer,
+            "scopes": sorted(who.scopes),
+            "aud": who.claims.get("aud"),
+            "has_files_write": who.has_scopes(["files:write"]),
+        }
+    )
+
+
+@tool
+async def whoami(ctx: ToolContext) -> str:
+    """Who is calling."""
+    return _who(ctx)
+
+
+@tool
+def whoami_sync(ctx: ToolContext) -> str:
+    """Who is calling (a sync tool, run on a worker thread)."""
+    return _who(ctx)
+
+
+@tool(metadata={"scopes": ["files:write"]})
+def delete_file(name: str) -> str:
+    """Delete a file (pretend)."""
+    return f"deleted {name}"
+
+
+@resource("plans://{name}", scopes=["plans:read"])
+def plans(name: str) -> str:
+    """A plan."""
+    return f"the plan {name}"
+
+
+@prompt(scopes=["prompts:review"])
+def review(code: str) -> str:
+    """Review code."""
+    return f"Review this: {code}"
