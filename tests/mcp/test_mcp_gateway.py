@@ -383,3 +383,89 @@ async def test_cli_serves_proxied_servers(cli_gateway: int) -> None:
         assert text(await client.call_tool("calc_add", {"a": 1, "b": 2})) == "3"
         result = await client.call_tool("mcp_gateway_upstream_add", {"a": 2, "b": 2})
         assert text(result) == "4"
+
+
+async def test_two_clients_elicitations_each_reach_their_own_client(
+    upstream_http: ServerProcess,
+) -> None:
+    """Concurrent calls over one HTTP upstream: each upstream request goes to the client
+    whose call it belongs to (matched by the request it came with), never to the other."""
+    server = build_mcp_server([], proxy=[http_config(upstream_http)])
+    both_asked = asyncio.Barrier(2)
+
+    def answering(who: str) -> Any:
+        async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+            await both_asked.wait()  # both calls are in flight upstream at once
+            return types.ElicitResult(action="accept", content={"text": f"{who}:{params.message}"})
+
+        return elicit
+
+    async with (
+        asyncio.timeout(TEST_TIMEOUT),
+        Client(server, mode="legacy", elicitation_callback=answering("ann")) as ann,
+        Client(server, mode="legacy", elicitation_callback=answering("bob")) as bob,
+    ):
+        got = await asyncio.gather(
+            ann.call_tool("up_ask_user", {"question": "q-ann"}),
+            bob.call_tool("up_ask_user", {"question": "q-bob"}),
+        )
+    assert [text(r) for r in got] == ["accept:ann:q-ann", "accept:bob:q-bob"]
+
+
+def everything_config() -> McpServerConfig:
+    from npm_support import EVERYTHING, npm_install
+
+    script = npm_install(EVERYTHING) / "@modelcontextprotocol/server-everything/dist/index.js"
+    return McpServerConfig(
+        server_name="everything",
+        params={"command": "node", "args": [str(script), "stdio"]},
+        connect_timeout=60,
+    )
+
+
+async def test_the_reference_everything_server_through_the_gateway() -> None:
+    """Real software upstream: npm's server-everything (stdio), its progress, sampling and
+    elicitation forwarded to the SDK's client of the gateway."""
+    config = everything_config()
+    progress: list[float] = []
+    sampled: list[str] = []
+    asked: list[str] = []
+
+    async def on_progress(p: float, total: float | None, message: str | None) -> None:
+        progress.append(p)
+
+    async def sample(
+        ctx: Any, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult:
+        sampled.append(params.messages[0].content.text)  # type: ignore[union-attr]
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="sampled!"), model="m"
+        )
+
+    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="decline")
+
+    async with gateway(config, sampling_callback=sample, elicitation_callback=elicit) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert {"everything_echo", "everything_trigger-sampling-request"} <= names
+        assert text(await client.call_tool("everything_echo", {"message": "hi"})) == "Echo: hi"
+
+        ran = await client.call_tool(
+            "everything_trigger-long-running-operation",
+            {"duration": 0.3, "steps": 3},
+            progress_callback=on_progress,
+        )
+        assert not ran.is_error and progress == [1, 2, 3]
+        answered = await client.call_tool("everything_trigger-sampling-request", {"prompt": "hey"})
+        assert "sampled!" in text(answered) and sampled and "hey" in sampled[0]
+        declined = await client.call_tool("everything_trigger-elicitation-request", {})
+        assert "declined" in text(declined) and len(asked) == 1
+
+        uri = "demo://resource/dynamic/text/1"  # from one of its templates
+        read = await client.read_resource(uri)
+        assert str(read.contents[0].uri) == uri
+        prompts = {p.name for p in (await client.list_prompts()).prompts}
+        assert "everything_simple-prompt" in prompts
+        got = await client.get_prompt("everything_simple-prompt", {})
+        assert got.messages
