@@ -102,7 +102,7 @@ if TYPE_CHECKING:  # the names below are imported on first use (see __getattr__)
     )
     from .service.approvals import StandingDecision
     from .service.guardrails import detect_prompt_injection, prompt_injection_check, redact_secrets
-    from .service.subagent import ConversationTool, NestedEvent
+    from .service.subagent import ConversationTool, NestedEvent, NestedPendingCall
     from .tools import (
         LocalFunction,
         ReturnBehavior,
@@ -177,6 +177,7 @@ _EXPORTS: dict[str, str] = {
     "MissingApiKeyError": "errors",
     "NeedsApproval": "tools.pause",
     "NestedEvent": "service.subagent",
+    "NestedPendingCall": "service.subagent",
     "OpenAIChatModel": "providers",
     "OutputGuardrail": "tools.guardrails",
     "P": "schema",
@@ -318,6 +319,7 @@ __all__ = [
     "MissingApiKeyError",
     "NeedsApproval",
     "NestedEvent",
+    "NestedPendingCall",
     "OpenAIChatModel",
     "OutputGuardrail",
     "P",

@@ -12,8 +12,14 @@ from pydantic import BaseModel
 
 from toolweave import (
     AiMessage,
+    ApprovalRequired,
+    Approve,
     ChatCompleted,
     ChatResponse,
+    ChatStatus,
+    ConversationState,
+    DeferredResult,
+    Deny,
     ScriptedChatModel,
     SystemMessage,
     TokenUsage,
@@ -26,8 +32,12 @@ from toolweave import (
     UserMessage,
     tool,
 )
-from toolweave.service import ToolProgress
-from toolweave.service.subagent import ConversationTool, NestedEvent, Task
+from toolweave.service import (
+    CallAlreadyDecidedError,
+    InvalidConversationStateError,
+    ToolProgress,
+)
+from toolweave.service.subagent import ConversationTool, NestedEvent, NestedPendingCall, Task
 from toolweave.toolsets import FunctionToolset
 
 from .helpers import MODES, ai_calls, assert_history_valid, call, run
@@ -405,3 +415,238 @@ def test_the_calls_timeout_cancels_the_childs_tool_calls(mode: str) -> None:
     assert isinstance(execution.result.error, ToolTimeoutError)
     assert result.text == "It took too long."
     assert_history_valid(result.messages)
+
+
+# approvals inside a sub-conversation --------------------------------------------------------
+
+
+class Files:
+    """A tool that needs approval, recording what it ran."""
+
+    def __init__(self) -> None:
+        self.deleted: list[str] = []
+
+        @tool(requires_approval=True)
+        def delete_file(path: str) -> str:
+            """Delete a file."""
+            self.deleted.append(path)
+            return f"deleted {path}"
+
+        self.tool = delete_file
+
+
+def nested_two_levels(
+    files: Files,
+) -> tuple[ScriptedChatModel, ScriptedChatModel, ScriptedChatModel, ToolService]:
+    """parent -> `desk` -> `cleaner` -> `delete_file` (which needs approval)."""
+    grand_model = ScriptedChatModel(
+        [ai_calls(call("delete_file", '{"path": "/tmp/x"}', id="g1")), AiMessage("Deleted.")]
+    )
+    cleaner = ToolService().tools(files.tool).as_tool(grand_model, name="cleaner", description="C.")
+    child_model = ScriptedChatModel(
+        [ai_calls(call("cleaner", '{"task": "delete /tmp/x"}', id="c1")), AiMessage("Clean.")]
+    )
+    desk = ToolService().tools(cleaner).as_tool(child_model, name="desk", description="D.")
+    parent_model = ScriptedChatModel(
+        [ai_calls(call("desk", '{"task": "tidy up"}', id="p1")), AiMessage("All tidy.")]
+    )
+    return parent_model, child_model, grand_model, ToolService().tools(desk)
+
+
+SECRET = "a signing key of at least 16 bytes"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_nested_approval_two_levels_deep_pauses_the_top_and_resumes_it_once(
+    mode: str,
+) -> None:
+    files = Files()
+    parent_model, child_model, grand_model, parent = nested_two_levels(files)
+    paused = run(mode, parent, parent_model, "Tidy up")
+    assert paused.status is ChatStatus.PENDING
+    (waiting,) = paused.pending
+    assert isinstance(waiting, NestedPendingCall)
+    assert (waiting.id, waiting.tool_name, waiting.reason) == ("g1", "delete_file", "approval")
+    assert waiting.arguments_as_dict() == {"path": "/tmp/x"}
+    assert (waiting.path, waiting.tool_names, waiting.key) == (
+        ("p1", "c1"),
+        ("desk", "cleaner"),
+        "p1/c1/g1",
+    )
+    assert [p.id for p in paused.state.pending] == ["p1"]  # the top's own call stands for it
+    assert files.deleted == []
+    assert [len(m.requests) for m in (parent_model, child_model, grand_model)] == [1, 1, 1]
+
+    state = ConversationState.from_json(paused.state.to_json(key=SECRET), key=SECRET)
+    done = run(mode, parent, parent_model, state, decisions={"g1": Approve()})
+    assert done.status is ChatStatus.COMPLETED
+    assert done.text == "All tidy."
+    assert files.deleted == ["/tmp/x"]
+    # each model was asked once more, with its own call's result; nobody was asked again
+    assert grand_model.requests[1].messages == (
+        UserMessage("delete /tmp/x"),
+        ai_calls(call("delete_file", '{"path": "/tmp/x"}', id="g1")),
+        ToolExecutionResultMessage(id="g1", tool_name="delete_file", text="deleted /tmp/x"),
+    )
+    assert results(child_model.requests[1]) == [("c1", "Deleted.")]
+    assert results(parent_model.requests[1]) == [("p1", "Clean.")]
+    assert [len(m.requests) for m in (parent_model, child_model, grand_model)] == [2, 2, 2]
+    assert_history_valid(done.messages)
+
+    with pytest.raises(CallAlreadyDecidedError):  # the same pause again: nothing runs twice
+        run(mode, parent, parent_model, state, decisions={"g1": Approve()})
+    assert files.deleted == ["/tmp/x"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_nested_call_is_decided_by_its_key_and_a_denial_reaches_the_child(mode: str) -> None:
+    files = Files()
+    parent_model, _, grand_model, parent = nested_two_levels(files)
+    paused = run(mode, parent, parent_model, "Tidy up")
+    done = run(mode, parent, parent_model, paused.state, decisions={"p1/c1/g1": Deny("Keep it.")})
+    assert done.text == "All tidy."
+    assert files.deleted == []
+    assert results(grand_model.requests[1]) == [("g1", "Keep it.")]
+    assert grand_model.requests[1].messages[-1].is_error
+
+
+def two_waiting(files: Files) -> tuple[ScriptedChatModel, ScriptedChatModel, ToolService]:
+    child_model = ScriptedChatModel(
+        [
+            ai_calls(
+                call("delete_file", '{"path": "a"}', id="d1"),
+                call("delete_file", '{"path": "b"}', id="d2"),
+            ),
+            AiMessage("Handled a and b."),
+        ]
+    )
+    cleaner = ToolService().tools(files.tool).as_tool(child_model, name="cleaner", description="C.")
+    parent_model = ScriptedChatModel(
+        [ai_calls(call("cleaner", '{"task": "a and b"}', id="p1")), AiMessage("Done.")]
+    )
+    return parent_model, child_model, ToolService().tools(cleaner)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_calls_of_a_sub_conversation_decided_one_at_a_time(mode: str) -> None:
+    files = Files()
+    parent_model, child_model, parent = two_waiting(files)
+    paused = run(mode, parent, parent_model, "go")
+    assert [(p.key, p.reason) for p in paused.pending] == [
+        ("p1/d1", "approval"),
+        ("p1/d2", "approval"),
+    ]
+    half = run(mode, parent, parent_model, paused.state, decisions={"d1": Approve()})
+    assert half.status is ChatStatus.PENDING
+    assert [p.key for p in half.pending] == ["p1/d2"]
+    assert files.deleted == ["a"]
+    assert len(child_model.requests) == 1  # the child's round is not answered yet
+    done = run(mode, parent, parent_model, half.state, decisions={"d2": Deny("not b")})
+    assert done.text == "Done."
+    assert files.deleted == ["a"]
+    assert results(child_model.requests[1]) == [("d1", "deleted a"), ("d2", "not b")]
+    assert results(parent_model.requests[1]) == [("p1", "Handled a and b.")]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_approving_the_sub_conversation_call_approves_every_call_waiting_in_it(
+    mode: str,
+) -> None:
+    files = Files()
+    parent_model, _, parent = two_waiting(files)
+    paused = run(mode, parent, parent_model, "go")
+    done = run(mode, parent, parent_model, paused.state, decisions={"p1": Approve()})
+    assert done.text == "Done."
+    assert files.deleted == ["a", "b"]
+
+
+def test_an_id_waiting_in_two_sub_conversations_is_decided_by_key() -> None:
+    files = Files()
+    child_model = ScriptedChatModel(
+        lambda request: (
+            AiMessage("ok")
+            if results(request)
+            else ai_calls(call("delete_file", f'{{"path": "{request.messages[0].text}"}}', id="x"))
+        )
+    )
+    cleaner = ToolService().tools(files.tool).as_tool(child_model, name="cleaner", description="C.")
+    parent_model = ScriptedChatModel(
+        [
+            ai_calls(
+                call("cleaner", '{"task": "one"}', id="p1"),
+                call("cleaner", '{"task": "two"}', id="p2"),
+            ),
+            AiMessage("Both."),
+        ]
+    )
+    parent = ToolService().tools(cleaner)
+    paused = parent.chat(parent_model, None, "go")
+    assert [p.key for p in paused.pending] == ["p1/x", "p2/x"]
+    with pytest.raises(InvalidConversationStateError, match="p1/x, p2/x"):
+        parent.chat(parent_model, None, paused.state, decisions={"x": Approve()})
+    done = parent.chat(
+        parent_model, None, paused.state, decisions={"p1/x": Approve(), "p2/x": Deny()}
+    )
+    assert done.text == "Both."
+    assert files.deleted == ["one"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_parents_own_waiting_calls_are_listed_with_the_nested_ones(mode: str) -> None:
+    files = Files()
+    _, _, parent = two_waiting(files)
+    parent.deferred("ask_user")
+    parent_model = ScriptedChatModel(
+        [
+            ai_calls(call("ask_user", id="u1"), call("cleaner", '{"task": "a and b"}', id="p1")),
+            AiMessage("Done."),
+        ]
+    )
+    paused = run(mode, parent, parent_model, "go")
+    assert [(p.id, getattr(p, "path", ())) for p in paused.pending] == [
+        ("u1", ()),
+        ("d1", ("p1",)),
+        ("d2", ("p1",)),
+    ]
+    done = run(
+        mode,
+        parent,
+        parent_model,
+        paused.state,
+        decisions={"u1": DeferredResult("yes"), "d1": Approve(), "d2": Approve()},
+    )
+    assert done.text == "Done."
+    assert results(parent_model.requests[1]) == [("u1", "yes"), ("p1", "Handled a and b.")]
+
+
+@pytest.mark.parametrize("mode", ["stream", "astream_eager"])
+def test_a_nested_pause_in_the_stream(mode: str) -> None:
+    files = Files()
+    parent_model, _, _, parent = nested_two_levels(files)
+    events = stream(mode, parent, parent_model, "Tidy up")
+    required = [e for e in events if isinstance(e, ApprovalRequired)]
+    assert [[p.key for p in e.pending] for e in required] == [["p1/c1/g1"]]
+    assert events[-2] is required[0] and isinstance(events[-1], ChatCompleted)
+    # the sub-conversations' own pauses are nested events, with their path
+    inner = [
+        e.path
+        for e in events
+        if isinstance(e, NestedEvent) and isinstance(e.event, ApprovalRequired)
+    ]
+    assert inner == [("p1", "c1"), ("p1",)]
+
+
+def test_a_decision_for_no_waiting_call_is_refused_before_anything_runs() -> None:
+    files = Files()
+    parent_model, _, _, parent = nested_two_levels(files)
+    paused = parent.chat(parent_model, None, "Tidy up")
+    with pytest.raises(InvalidConversationStateError, match="not a pending call"):
+        parent.chat(parent_model, None, paused.state, decisions={"g9": Approve()})
+    with pytest.raises(InvalidConversationStateError, match="waits for approval"):
+        parent.chat(parent_model, None, paused.state, decisions={"g1": DeferredResult("x")})
+    with pytest.raises(InvalidConversationStateError, match="denied"):
+        parent.chat(parent_model, None, paused.state, decisions={"p1": Deny(), "g1": Approve()})
+    assert files.deleted == []
+    done = parent.chat(parent_model, None, paused.state, decisions={"p1": Deny("No.")})
+    assert done.text == "All tidy."  # the whole sub-conversation was denied
+    assert results(parent_model.requests[1]) == [("p1", "No.")]

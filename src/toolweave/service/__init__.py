@@ -35,7 +35,7 @@ from .result import (
 )
 from .search import KeywordToolSearch, ToolSearchStrategy
 from .service import ServiceEvent, ToolService
-from .subagent import ConversationTool, NestedEvent
+from .subagent import ConversationTool, NestedEvent, NestedPendingCall
 
 __all__ = [
     "RETHROW",
@@ -56,6 +56,7 @@ __all__ = [
     "InvalidConversationStateError",
     "KeywordToolSearch",
     "NestedEvent",
+    "NestedPendingCall",
     "PartialOutput",
     "PendingCall",
     "ServiceEvent",

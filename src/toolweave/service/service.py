@@ -132,7 +132,14 @@ from .result import (
 )
 from .rules import ApprovalRule, Verdict, evaluate
 from .search import FOUND_TOOLS_ATTRIBUTE, ToolSearchStrategy
-from .subagent import ConversationTool, NestedEvent, Prompt, subconversation_usage
+from .subagent import (
+    ConversationTool,
+    NestedEvent,
+    Prompt,
+    nested_pending,
+    route_decisions,
+    subconversation_usage,
+)
 
 __all__ = ["ServiceEvent", "ToolService"]
 
@@ -288,7 +295,7 @@ class _Run:
             immediate=immediate,
             output=self.output_value,
             status=ChatStatus.PENDING if state is not None else ChatStatus.COMPLETED,
-            pending=state.pending if state is not None else (),
+            pending=nested_pending(state.pending) if state is not None else (),
             state=state,
         )
 
@@ -827,6 +834,7 @@ class ToolService:
         if isinstance(messages, ConversationState):
             state = messages
             state.check()
+            decisions = route_decisions(state, decisions)  # to calls in sub-conversations
             check_decisions(state, decisions or {})
             history: list[ChatMessage] = list(state.messages)
         elif decisions:
@@ -1508,7 +1516,7 @@ class ToolService:
             )
         await self._fire(E.ROUND_PAUSED, pending=state.pending, memory_id=run.memory_id)
         if streaming:
-            yield ApprovalRequired(state.pending, state)
+            yield ApprovalRequired(nested_pending(state.pending), state)
         yield ChatCompleted(run.result(response, state=state))
 
     async def _resume(self, run: _Run, turn: _Turn) -> AsyncIterator[ServiceEvent]:

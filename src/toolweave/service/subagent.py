@@ -10,13 +10,19 @@ as a tool"). What the parent sees of it:
 - its token usage, added to the parent's (`ToolChatResult.token_usage`), through the
   `SUBCONVERSATION_ATTRIBUTE` of the call's result;
 - its cancellation: cancelling the parent (or the call's `timeout`) cancels the
-  sub-conversation, and with it the calls of its tools.
+  sub-conversation, and with it the calls of its tools;
+- its pauses: a sub-conversation that stops for calls waiting for approval (or deferred)
+  pauses the call (`NeedsApproval`, its state in the pending call's metadata), so the parent
+  pauses too; the parent's `result.pending` lists the sub-conversation's waiting calls as
+  `NestedPendingCall`s (with their `path`), and the decisions addressed to them (by `id`, or
+  by `key` when ids repeat) reach the sub-conversation when the parent resumes
+  (`route_decisions`, which the loop applies to every resume), at any depth.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -30,16 +36,34 @@ from ..errors import ToolExecutionError
 from ..execution.results import ToolExecutionResult
 from ..tools.base import Tool
 from ..tools.card import ToolCard
-from .approvals import ChatStatus
+from ..tools.pause import NeedsApproval
+from .approvals import (
+    Approve,
+    ChatStatus,
+    ConversationState,
+    Decision,
+    Deny,
+    InvalidConversationStateError,
+    PendingCall,
+    check_decision_kind,
+)
 from .result import ChatCompleted, ToolChatResult
 
 __all__ = [
     "SUBCONVERSATION_ATTRIBUTE",
     "ConversationTool",
+    "NestedDecisions",
     "NestedEvent",
+    "NestedPendingCall",
     "Task",
+    "nested_pending",
+    "route_decisions",
     "subconversation_usage",
 ]
+
+STATE_KEY = "toolweave.subconversation_state"
+"""The key, in the `metadata` of a paused `ConversationTool` call, of its sub-conversation's
+`ConversationState` (JSON data; signed with the parent's state when that is signed)."""
 
 SUBCONVERSATION_ATTRIBUTE = "toolweave.subconversation"
 """The attribute of a `ConversationTool` call's result (and of its message in the history):
@@ -75,6 +99,119 @@ def subconversation_usage(result: ToolExecutionResult) -> TokenUsage | None:
     data = attributes[SUBCONVERSATION_ATTRIBUTE]
     usage = data.get("usage") if isinstance(data, dict) else None
     return TokenUsage.model_validate(usage) if isinstance(usage, dict) else None
+
+
+class NestedPendingCall(PendingCall):
+    """A call waiting in a sub-conversation, as the conversation that called it lists it
+    (`ToolChatResult.pending`, `ApprovalRequired.pending`). `path` holds the ids of the tool
+    calls it is nested in, from the top conversation down; decide it by its `id` (when no
+    other waiting call has that id) or by its `key`."""
+
+    path: tuple[str, ...] = ()
+    tool_names: tuple[str, ...] = ()
+    """The names of the tools of `path` (the sub-conversations)."""
+
+    @property
+    def key(self) -> str:
+        """`path` and `id` joined with `/`: a name for the call that no other has."""
+        return "/".join((*self.path, self.id))
+
+
+@dataclass(frozen=True, slots=True)
+class NestedDecisions(Approve):
+    """Internal decision of a paused `ConversationTool` call, made by `route_decisions`
+    from the decisions addressed to its sub-conversation's calls: run the call again, which
+    resumes `state` with `decisions` (keys relative to the sub-conversation)."""
+
+    state: ConversationState | None = None
+    decisions: Mapping[str, Decision] = field(default_factory=dict)
+
+
+def child_state(call: PendingCall) -> ConversationState | None:
+    """The sub-conversation state a paused `ConversationTool` call holds, if it is one."""
+    metadata = call.metadata
+    if not call.raised or not metadata or STATE_KEY not in metadata:
+        return None
+    return ConversationState.model_validate(metadata[STATE_KEY])
+
+
+def nested_pending(pending: Sequence[PendingCall]) -> tuple[PendingCall, ...]:
+    """`pending` with every paused sub-conversation replaced by the calls waiting in it (at
+    any depth, as `NestedPendingCall`s): what a person decides."""
+    if not any(child_state(p) is not None for p in pending):
+        return tuple(pending)
+    return tuple(_leaves(pending, (), ()))
+
+
+def _leaves(
+    pending: Sequence[PendingCall], path: tuple[str, ...], tools: tuple[str, ...]
+) -> Iterator[PendingCall]:
+    for call in pending:
+        state = child_state(call)
+        if state is not None:
+            yield from _leaves(state.pending, (*path, call.id), (*tools, call.tool_name))
+        elif path:
+            fields = call.model_dump(exclude={"path", "tool_names"})
+            yield NestedPendingCall(**fields, path=path, tool_names=tools)
+        else:
+            yield call
+
+
+def route_decisions(
+    state: ConversationState, decisions: Mapping[str, Decision] | None
+) -> Mapping[str, Decision] | None:
+    """The decisions for `state`'s own pending calls, those addressed to calls waiting in a
+    paused sub-conversation (by id or key) gathered into one `NestedDecisions` per paused
+    `ConversationTool` call. Approving the paused call itself approves every call waiting
+    for approval in its sub-conversation; denying it abandons the sub-conversation."""
+    if not decisions or not isinstance(decisions, Mapping):
+        return decisions
+    children = {p.id: s for p in state.pending if (s := child_state(p)) is not None}
+    if not children:
+        return decisions
+    leaves = [c for c in nested_pending(state.pending) if isinstance(c, NestedPendingCall)]
+    by_key = {c.key: c for c in leaves}
+    own = {p.id for p in state.pending}
+    routed: dict[str, Decision] = {}
+    nested: dict[str, dict[str, Decision]] = {}
+    for key, decision in decisions.items():
+        if key in children and isinstance(decision, Approve):
+            for leaf in leaves:  # the sub-conversation as a whole: its approvals
+                if leaf.path[0] == key and leaf.reason == "approval":
+                    nested.setdefault(key, {})[_below(leaf.key)] = Approve()
+            continue
+        if key in own:
+            routed[key] = decision  # a call of this conversation (or a denied child)
+            continue
+        found = by_key.get(key) or _only(leaves, key)
+        if found is None:
+            routed[key] = decision  # refused by the usual check, naming the pending calls
+            continue
+        check_decision_kind(found, decision)
+        nested.setdefault(found.path[0], {})[_below(key) if "/" in key else key] = decision
+    for call_id, below in nested.items():
+        if isinstance(routed.get(call_id), Deny):
+            raise InvalidConversationStateError(
+                f"{call_id!r} (a paused sub-conversation) is denied, and calls waiting in it "
+                f"are decided too ({', '.join(sorted(below))}): give one or the other"
+            )
+        routed[call_id] = NestedDecisions(state=children[call_id], decisions=below)
+    return routed
+
+
+def _below(key: str) -> str:
+    """`key` of a nested call relative to the sub-conversation of its first path element."""
+    return key.split("/", 1)[1]
+
+
+def _only(leaves: list[NestedPendingCall], call_id: str) -> NestedPendingCall | None:
+    found = [c for c in leaves if c.id == call_id]
+    if len(found) > 1:
+        raise InvalidConversationStateError(
+            f"a decision for {call_id!r}, which names several calls waiting in "
+            f"sub-conversations: decide each by its key ({', '.join(c.key for c in found)})"
+        )
+    return found[0] if found else None
 
 
 Prompt = Callable[[Any], "str | Sequence[ChatMessage]"]
@@ -147,12 +284,30 @@ class ConversationTool(Tool):
         call_id = ""
         if isinstance(ctx, ToolContext):
             memory_id, context, call_id = ctx.memory_id, ctx.context, ctx.request_id or ""
-        messages = self.opening(self.input.model_validate(inputs))
-        result = await self._converse(messages, memory_id, context, call_id)
+        approval = ctx.approval if isinstance(ctx, ToolContext) else None
+        conversation: list[ChatMessage] | ConversationState
+        decisions: Mapping[str, Decision] | None = None
+        if approval is None:
+            conversation = self.opening(self.input.model_validate(inputs))
+        elif isinstance(approval, NestedDecisions) and approval.state is not None:
+            conversation, decisions = approval.state, approval.decisions
+        else:  # e.g. an allow rule of the caller's: it cannot say what the calls inside get
+            raise ToolExecutionError(
+                f"the paused conversation of {self.card.name!r} was resumed without its "
+                "state: decide the calls waiting in it (result.pending), not the call "
+                "itself by a rule",
+                tool_name=self.card.name,
+            )
+        result = await self._converse(conversation, decisions, memory_id, context, call_id)
         return self._answer(result)
 
     async def _converse(
-        self, messages: list[ChatMessage], memory_id: Any, context: Any, call_id: str
+        self,
+        conversation: list[ChatMessage] | ConversationState,
+        decisions: Mapping[str, Decision] | None,
+        memory_id: Any,
+        context: Any,
+        call_id: str,
     ) -> ToolChatResult:
         """Run the sub-conversation; when the calling loop streams, its events go to the
         calling loop's stream, nested under this call."""
@@ -165,20 +320,22 @@ class ConversationTool(Tool):
             done: ToolChatResult = await self.service.achat(
                 self.model,
                 self.parameters,
-                messages,
+                conversation,
                 memory_id=memory_id,
                 context=context,
                 output_type=self.output_type,
+                decisions=decisions,
             )
             return done
         result: ToolChatResult | None = None
         stream = self.service.achat_stream(
             self.model,
             self.parameters,
-            messages,
+            conversation,
             memory_id=memory_id,
             context=context,
             output_type=self.output_type,
+            decisions=decisions,
         )
         try:
             async for event in stream:
@@ -203,9 +360,11 @@ class ConversationTool(Tool):
         """The call's result: the final answer's text for the model; the structured output
         (with `output_type`) or the text as the raw result; the usage as an attribute."""
         if result.status is ChatStatus.PENDING:
-            raise ToolExecutionError(
-                f"the conversation of {self.card.name!r} stopped for calls that wait for approval",
-                tool_name=self.card.name,
+            assert result.state is not None
+            waiting = ", ".join(f"{c.tool_name} ({c.id})" for c in result.pending)
+            raise NeedsApproval(
+                f"calls wait in the conversation of {self.card.name!r}: {waiting}",
+                {STATE_KEY: result.state.model_dump(mode="json")},
             )
         text = result.text or ""
         usage = result.token_usage
