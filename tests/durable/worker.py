@@ -22,8 +22,18 @@ from dbos import DBOS
 
 from toolweave import AiMessage, ScriptedChatModel, tool
 from toolweave.chat.request import ChatRequest
+from toolweave.context import ToolContext
 from toolweave.durable import DurableToolService, QueueSpec, UnknownOutcome, launch, shutdown
 from toolweave.execution.requests import ToolExecutionRequest
+from toolweave.execution.results import ToolExecutionResult
+from toolweave.tools.guardrails import (
+    Allow,
+    Halt,
+    Reject,
+    Replace,
+    input_guardrail,
+    output_guardrail,
+)
 from toolweave.toolsets import FunctionToolset
 
 CONVERSATIONS = "tw-conversations"
@@ -181,6 +191,15 @@ def build(tool_queue: bool) -> None:
         on_unknown_outcome=unknown,
         reconcilers={"charge": reconcile},
     ).tools(lookup, charge, crunch)
+    # the `kill-*` script with guardrails (docs/policies.md): b rejected, results shouted
+    DurableToolService(
+        "guarded",
+        model=ScriptedChatModel(script),
+        tool_queue=tq,
+        conversation_queue=cq,
+        on_unknown_outcome=unknown,
+        guardrails=[_off_limits, _shout],
+    ).tools(lookup, charge)
     # the `kill-*` tools offered by toolsets, not registered with the service
     DurableToolService(
         "kit",
@@ -190,6 +209,24 @@ def build(tool_queue: bool) -> None:
         on_unknown_outcome=unknown,
         toolsets=[FunctionToolset(lookup, label="lookups"), FunctionToolset(charge).wrapped(_calm)],
     ).tools(crunch)
+
+
+@input_guardrail
+def _off_limits(arguments: dict[str, object], ctx: ToolContext) -> Allow | Reject | Halt:
+    """Rejects `lookup` of key b, halts on key c in `guard-halt*` conversations (logged, so
+    decisions are counted across workers)."""
+    log(f"guard-in {arguments.get('tag')} {ctx.request_id}")
+    if arguments.get("key") == "b":
+        return Reject("key b is off limits")
+    if str(arguments.get("tag")).startswith("guard-halt") and arguments.get("key") == "c":
+        return Halt("key c is classified")
+    return Allow()
+
+
+@output_guardrail
+def _shout(result: ToolExecutionResult, ctx: ToolContext) -> Replace:
+    log(f"guard-out {ctx.request_id}")
+    return Replace(result.text.upper())
 
 
 async def _calm(request: ToolExecutionRequest, call_next: object) -> object:

@@ -707,6 +707,11 @@ class DurableToolService(ToolService):
         data = await DBOS.run_step_async(options, call)
         return ChatResponse.model_validate(data)
 
+    def _guardrails_of(self, entry: Any) -> tuple[Any, ...]:
+        """In a conversation workflow a call's guardrails run inside its step
+        (`_execute_raw`): their verdicts are recorded with the outcome, never taken again."""
+        return () if _STATE.get() is not None else super()._guardrails_of(entry)
+
     def _is_tool(self, call: ToolExecutionRequest, run: _Run | None = None) -> bool:
         """Whether `call` names a tool offered in `run`'s round (the service's own or a
         toolset's): its outcome is recorded as a step."""
@@ -912,6 +917,9 @@ class DurableToolService(ToolService):
             return {"kind": "exception", "message": f"no tool named {call.name!r} in this worker"}
         executor = entry.executor
         inner = executor.inner if isinstance(executor, _DurableExecutor) else executor
+        guardrails = super()._guardrails_of(entry)
+        if guardrails:  # outside the hooks, as in the loop
+            inner = self._guarded_executor(guardrails, entry, inner)
         try:
             result: ToolExecutionResult = await inner.aexecute_with_result(
                 call, ctx.memory_id, context=ctx.context, injected=ctx.injected

@@ -43,6 +43,7 @@ from ..tools.guardrails import (
 __all__ = [
     "DECISIONS_ATTRIBUTE",
     "HALT_ATTRIBUTE",
+    "GuardedExecutor",
     "InjectionClassifier",
     "detect_prompt_injection",
     "halted_error",
@@ -200,6 +201,34 @@ async def run_guarded(
         _note(decisions, g, "replace")
         result = _as_result(verdict.value, result, call.name)
     return _with_decisions(result, decisions)  # type: ignore[no-any-return]
+
+
+class GuardedExecutor:
+    """Runs each call of `entry` (whose executor is the one to guard) through
+    `guarded(guardrails, entry, call, memory_id, context, injected)`; the loop and the
+    durable layer look through it to `inner`."""
+
+    __slots__ = ("entry", "guarded", "guardrails", "inner")
+
+    def __init__(self, guarded: Callable[..., Any], guardrails: Sequence[Guardrail], entry: Any):
+        self.guarded = guarded
+        self.guardrails = guardrails
+        self.entry = entry
+        self.inner = entry.executor
+
+    async def aexecute_with_result(
+        self,
+        request: ToolExecutionRequest,
+        memory_id: Any = None,
+        *,
+        context: Any = None,
+        injected: Any = None,
+        **_: Any,
+    ) -> ToolExecutionResult:
+        result: ToolExecutionResult = await self.guarded(
+            self.guardrails, self.entry, request, memory_id, context, injected
+        )
+        return result
 
 
 def halted_error(call: ToolExecutionRequest, halt: Mapping[str, Any]) -> GuardrailHalted:

@@ -111,7 +111,7 @@ from .approvals import (
     repeat_allowed,
     standing_from,
 )
-from .guardrails import HALT_ATTRIBUTE, halted_error, run_guarded
+from .guardrails import HALT_ATTRIBUTE, GuardedExecutor, halted_error, run_guarded
 from .handlers import (
     HallucinatedToolStrategy,
     HallucinatedToolStrategyFunction,
@@ -1807,7 +1807,12 @@ class ToolService:
         injected: Any,
     ) -> ToolExecutionResult:
         """Run `call` of `entry` through `guardrails` (see `service.guardrails`)."""
-        tool = _tool_behind(entry.executor)
+        behind, tool = entry.executor, None
+        for _ in range(8):  # through the executors wrapped around the tool's (hooks, retry)
+            if isinstance(behind, DefaultToolExecutor):
+                tool = behind.tool
+                break
+            behind = getattr(behind, "inner", None)
 
         async def prepare(given: ToolExecutionRequest) -> dict[str, Any]:
             if tool is not None:
@@ -1827,6 +1832,13 @@ class ToolService:
 
         ctx = ToolContext(call.name, call.id, memory_id, context, self.callbacks)
         return await run_guarded(guardrails, call, ctx, prepare, execute)
+
+    def _guarded_executor(self, guardrails: Sequence[Guardrail], entry: _Entry, inner: Any) -> Any:
+        """`inner` (what runs `entry`'s calls) with `guardrails` around each call (a durable
+        step runs them there, so their verdicts are recorded with the outcome)."""
+        return GuardedExecutor(
+            self._guarded, guardrails, dataclasses.replace(entry, executor=inner)
+        )
 
     async def _handle(
         self,
