@@ -14,6 +14,10 @@ import pytest
 from toolweave import (
     AiMessage,
     Allow,
+    Approve,
+    ChatCompleted,
+    ChatStatus,
+    Deny,
     ErrorCode,
     FunctionToolset,
     GuardrailHalted,
@@ -27,6 +31,7 @@ from toolweave import (
     ToolCard,
     ToolCardError,
     ToolContext,
+    ToolExecutionFinished,
     ToolExecutionResult,
     ToolExecutionResultMessage,
     ToolService,
@@ -461,6 +466,7 @@ def test_the_heuristic_flags_common_injections(text: str) -> None:
         '{"previous": 3, "instructions": "see manual"}',
         "Follow the assembly instructions on page 4.",
         "The system is up; the assistant replied.",
+        "System: Linux 6.1 x86_64\nAssistant: none configured",
     ],
 )
 def test_the_heuristic_lets_ordinary_text_through(text: str) -> None:
@@ -531,3 +537,48 @@ def test_prompt_injection_check_warn_and_custom_verdicts(caplog: pytest.LogCaptu
     assert isinstance(verdict, Reject)
     with pytest.raises(ValueError, match="on_detect"):
         prompt_injection_check(on_detect="ignore")  # type: ignore[arg-type]
+
+
+# with approvals and events --------------------------------------------------------------
+@pytest.mark.parametrize("mode", MODES)
+def test_an_approved_call_is_guarded_with_the_arguments_a_person_approved(mode: str) -> None:
+    seen: list[dict[str, Any]] = []
+
+    @input_guardrail
+    def look(arguments: dict[str, Any], ctx: ToolContext) -> Allow:
+        seen.append(dict(arguments))
+        return Allow()
+
+    pay, ran = make_pay()
+    service = ToolService().tools(tool(pay, requires_approval=True, guardrails=[look]))
+    model = ScriptedChatModel(
+        [
+            ai_calls(
+                call("pay", '{"to": "Eve", "amount": 900}', "a"), call("pay", '{"to": "Bo"}', "d")
+            ),
+            AiMessage("done"),
+        ]
+    )
+    paused = run(mode, service, model)
+    assert paused.status is ChatStatus.PENDING and seen == [] and ran == []
+    decisions = {"a": Approve({"to": "Ann"}), "d": Deny("no")}
+    done = run(mode, service, model, paused.state, decisions=decisions)
+    assert seen == [{"to": "Ann", "amount": 5}]  # the approved arguments; the denied call none
+    assert ran == [{"to": "Ann", "amount": 5}]
+    assert done.text == "done"
+
+
+def test_events_and_executions_hold_the_guarded_result() -> None:
+    @output_guardrail
+    def tag(result: ToolExecutionResult, ctx: ToolContext) -> Replace:
+        return Replace(f"checked: {result.text}")
+
+    pay, _ = make_pay()
+    service = ToolService(guardrails=[tag]).tools(pay)
+    model = ScriptedChatModel([ai_calls(call("pay", '{"to": "Ann"}')), AiMessage("ok")])
+    events = list(service.chat_stream(model, None, "hi"))
+    finished = [e for e in events if isinstance(e, ToolExecutionFinished)]
+    assert [e.execution.result.text for e in finished] == ["checked: paid 5 to Ann"]
+    assert isinstance(events[-1], ChatCompleted)
+    (execution,) = events[-1].result.tool_executions
+    assert execution.result.text == "checked: paid 5 to Ann"

@@ -320,7 +320,10 @@ _ROLE_TAG = re.compile(
     r"|\[/?INST\]|<</?SYS>>"
     r"|</?(?:system|assistant|developer|tool_call|function_calls?)(?:\s[^>]*)?>"
     r"|^\s*#{2,}\s*(?:system|new instructions?)\b"
-    r"|^\s*(?:system|developer)\s*(?:prompt)?\s*:",
+    # a line posing as a role's message, addressing the reader ("System: you must ...");
+    # "System: Linux 6.1" is not one
+    r"|^\s*(?:system|developer|assistant)\s*(?:prompt|message)?\s*:[^\n]*"
+    r"\b(?:you|your|ignore|must|now)\b",
     re.IGNORECASE | re.MULTILINE,
 )
 _REVEAL = re.compile(
@@ -338,7 +341,7 @@ def detect_prompt_injection(text: str) -> str | None:
     still reads); bidirectional-override controls; a phrase telling the reader to ignore,
     disregard, forget or override previous / system instructions; a spoofed role or
     chat-template tag (`<|im_start|>`, `[INST]`, `<<SYS>>`, `<system>`, a line starting
-    with ``system:``); a request to reveal the system prompt. Compatibility forms are
+    with ``system:`` that addresses the reader); a request to reveal the system prompt. Compatibility forms are
     folded first (NFKC), so full-width letters do not slip by. A heuristic: it misses
     paraphrases and may flag a document *about* prompt injection; plug a classifier in
     (`prompt_injection_check(classifier=...)`) where that matters."""
