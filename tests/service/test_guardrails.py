@@ -26,6 +26,7 @@ from toolweave import (
     OutputGuardrail,
     Reject,
     Replace,
+    ReturnBehavior,
     ScriptedChatModel,
     TextContent,
     ToolCard,
@@ -582,3 +583,19 @@ def test_events_and_executions_hold_the_guarded_result() -> None:
     assert isinstance(events[-1], ChatCompleted)
     (execution,) = events[-1].result.tool_executions
     assert execution.result.text == "checked: paid 5 to Ann"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_rejected_immediate_call_does_not_end_the_conversation(mode: str) -> None:
+    @tool(
+        return_behavior=ReturnBehavior.IMMEDIATE,
+        guardrails=[InputGuardrail(lambda a, c: Reject("no"))],
+    )
+    def finish(summary: str) -> str:
+        """Finish with a summary."""
+        return summary
+
+    model = ScriptedChatModel([ai_calls(call("finish", '{"summary": "s"}')), AiMessage("ok")])
+    result = run(mode, ToolService().tools(finish), model)
+    assert not result.immediate and result.text == "ok"
+    assert received(model) == [("id_finish", "no", True)]
