@@ -10,6 +10,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -31,7 +32,7 @@ from mcp_support import (
 
 from toolweave import tool
 from toolweave.context import ElicitationResult
-from toolweave.mcp import McpClient, McpServerConfig, build_mcp_server
+from toolweave.mcp import McpAuthError, McpClient, McpServerConfig, build_mcp_server
 from toolweave.mcp.gateway import McpProxy, proxy_from_spec
 from toolweave.mcp.hooks import ElicitationRequest
 
@@ -318,6 +319,37 @@ async def test_the_clients_token_never_reaches_the_upstream(
         auth_headers={"Authorization": client_token},
     )
     async with asyncio.timeout(TEST_TIMEOUT), McpClient(config) as client:
+        seen = text(await client.call_tool("up_auth_seen", {}))
+    assert seen == fingerprint("Bearer gateway-own-token")
+    assert seen != fingerprint(client_token)
+
+
+@pytest.fixture
+def authed_gateway(upstream_http: ServerProcess) -> Iterator[ServerProcess]:
+    server = start_server([GATEWAY, f"http://127.0.0.1:{upstream_http.port}/mcp", "auth"])
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def test_behind_auth_the_verified_clients_token_never_reaches_the_upstream(
+    authed_gateway: ServerProcess,
+) -> None:
+    import jwt
+
+    from servers.mcp_gateway_server import CLIENT_KEY, ISSUER
+
+    url = f"http://127.0.0.1:{authed_gateway.port}/mcp"
+    claims = {"iss": ISSUER, "aud": url, "sub": "alice", "exp": time.time() + 600}
+    client_token = f"Bearer {jwt.encode(claims, CLIENT_KEY, algorithm='HS256')}"
+    anonymous = McpServerConfig(server_name="gw", params={"url": url}, connect_timeout=20)
+    with pytest.raises(McpAuthError):
+        async with asyncio.timeout(TEST_TIMEOUT), McpClient(anonymous) as client:
+            await client.list_tools()
+    config = anonymous.model_copy(update={"auth_headers": {"Authorization": client_token}})
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(config) as client:
+        assert text(await client.call_tool("hello", {"name": "alice"})) == "hi alice"
         seen = text(await client.call_tool("up_auth_seen", {}))
     assert seen == fingerprint("Bearer gateway-own-token")
     assert seen != fingerprint(client_token)

@@ -1,7 +1,9 @@
 """A toolweave gateway for the tests: its own tool ``hello`` and the upstream at UPSTREAM_URL
 (streamable HTTP) under the namespace ``up``, reached with the gateway's own token.
 
-Run: ``python mcp_gateway_server.py UPSTREAM_URL PORT`` (streamable HTTP on 127.0.0.1).
+Run: ``python mcp_gateway_server.py UPSTREAM_URL [auth] PORT`` (streamable HTTP on
+127.0.0.1). With ``auth`` the gateway is an OAuth resource server: clients need a bearer
+JWT signed with `CLIENT_KEY` (HS256, issuer `ISSUER`, audience the gateway's URL).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from toolweave import tool
 from toolweave.mcp import McpServerConfig, serve_mcp
 
 GATEWAY_TOKEN = "Bearer gateway-own-token"
+ISSUER = "https://issuer.example.test"
+CLIENT_KEY = b"the-gateway-tests-shared-secret-of-32-bytes-or-more"
 
 
 @tool
@@ -21,8 +25,19 @@ def hello(name: str) -> str:
 
 
 if __name__ == "__main__":
-    url, port = sys.argv[1], int(sys.argv[2])
+    url, port = sys.argv[1], int(sys.argv[-1])
+    auth = None
+    if "auth" in sys.argv[2:-1]:
+        from toolweave.mcp.auth import JwtVerifier, McpAuth
+
+        verifier = JwtVerifier(
+            issuer=ISSUER,
+            audience=f"http://127.0.0.1:{port}/mcp",
+            key=CLIENT_KEY,
+            algorithms=["HS256"],
+        )
+        auth = McpAuth(verifier)
     upstream = McpServerConfig(
         server_name="up", params={"url": url}, auth_headers={"Authorization": GATEWAY_TOKEN}
     )
-    serve_mcp([hello], "streamable-http", port=port, proxy=[upstream])
+    serve_mcp([hello], "streamable-http", port=port, proxy=[upstream], auth=auth)
