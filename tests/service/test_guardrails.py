@@ -599,3 +599,22 @@ def test_a_rejected_immediate_call_does_not_end_the_conversation(mode: str) -> N
     result = run(mode, ToolService().tools(finish), model)
     assert not result.immediate and result.text == "ok"
     assert received(model) == [("id_finish", "no", True)]
+
+
+def test_guarded_keeps_the_steps_tuple_and_puts_its_guardrails_first() -> None:
+    from toolweave.toolsets import StepContext
+
+    pay, _ = make_pay()
+    own = InputGuardrail(lambda a, c: Allow(), name="own")
+    mine = OutputGuardrail(lambda r, c: Allow(), name="mine")
+    guarded = FunctionToolset(tool(pay, guardrails=[own])).guarded(mine)
+    first = asyncio.run(guarded.get_tools(StepContext(round=0, messages=())))
+    assert [g.name for g in first[0].card.guardrails] == ["mine", "own"]
+    # nothing changed: the same tuple (the loop reuses the request it built)
+    assert asyncio.run(guarded.get_tools(StepContext(round=1, messages=()))) is first
+    assert guarded.label == "FunctionToolset.guarded(...)"
+    bare = FunctionToolset(tool(pay))
+    assert (
+        asyncio.run(bare.guarded().get_tools(StepContext(round=0, messages=())))[0].card.guardrails
+        == ()
+    )
