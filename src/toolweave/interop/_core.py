@@ -15,38 +15,47 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pydantic
+import pydantic_core
 from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from .._utils.jsoncopy import copy_json
+from .._utils.sync import run_sync
 from ..context import ToolContext
 from ..errors import AbortError, ToolArgumentsError, ToolExecutionError
 from ..execution.executor import error_text, to_result
+from ..execution.requests import ToolExecutionRequest
 from ..execution.results import ToolExecutionResult
 from ..schema.validation import format_errors
 from ..tools.base import Tool
 from ..tools.card import TOOL_NAME_PATTERN, ReturnBehavior, ToolCard
+from ..toolsets import StepContext, Toolset, ToolsetTool
 
 __all__ = [
     "MISSING",
+    "OfferedTool",
     "acall",
     "arguments_error",
+    "as_tools",
     "call",
     "card_from",
     "context_of",
     "lookup_injected",
     "many",
     "schema_model",
+    "step_tools",
     "tool_name",
 ]
 
 
 def many(tool_or_tools: Any, kind: type) -> tuple[list[Any], bool]:
-    """The tools in `tool_or_tools` (one `kind`, or an iterable of them) and whether one was
-    given alone."""
+    """The tools in `tool_or_tools` (one `kind`, an iterable of them, or for `Tool` a
+    toolset, asked for its tools of a first step) and whether one was given alone."""
     if isinstance(tool_or_tools, kind):
         return [tool_or_tools], True
+    if kind is Tool and isinstance(tool_or_tools, Toolset):
+        return run_sync(step_tools(tool_or_tools, StepContext(round=0, messages=()))), False
     if isinstance(tool_or_tools, Iterable) and not isinstance(tool_or_tools, (str, bytes)):
         items = list(tool_or_tools)
         for item in items:
@@ -56,6 +65,52 @@ def many(tool_or_tools: Any, kind: type) -> tuple[list[Any], bool]:
     raise TypeError(
         f"expected a {kind.__name__} or an iterable of them, got {type(tool_or_tools).__name__}"
     )
+
+
+# a toolset's tools as Tools -----------------------------------------------------------------
+
+
+class OfferedTool(Tool):
+    """A tool a toolset offers (`ToolsetTool`), as a `Tool`: its calls go through the
+    toolset's executor, so the set's transforms (renaming, `.wrapped`, ...) apply to them as
+    in a `ToolService`."""
+
+    def __init__(self, offered: ToolsetTool) -> None:
+        super().__init__(offered.card)
+        self.offered = offered
+
+    async def ainvoke_internal(self, inputs: dict[str, Any], **kwargs: Any) -> Any:
+        ctx = kwargs.get("tool_context")
+        if not isinstance(ctx, ToolContext):
+            ctx = ToolContext(self.card.name)
+        arguments = pydantic_core.to_json(inputs).decode()
+        if ctx.request_id:
+            request = ToolExecutionRequest(id=ctx.request_id, name=self.name, arguments=arguments)
+        else:
+            request = ToolExecutionRequest(name=self.name, arguments=arguments)
+        result: ToolExecutionResult = await self.offered.executor.aexecute_with_result(
+            request, ctx.memory_id, context=ctx.context, injected=ctx.extra or None
+        )
+        return result
+
+
+async def step_tools(toolset: Toolset, ctx: StepContext) -> list[Tool]:
+    """`toolset`'s tools for the step `ctx`, as `Tool`s."""
+    return as_tools(toolset, await toolset.get_tools(ctx))
+
+
+def as_tools(toolset: Toolset, offered: Iterable[ToolsetTool]) -> list[Tool]:
+    """The tools `toolset` offered, as `Tool`s (`OfferedTool`); a tool the caller answers
+    (`ToolService.deferred`) cannot run elsewhere and is a `TypeError`."""
+    out: list[Tool] = []
+    for tool in offered:
+        if tool.deferred:
+            raise TypeError(
+                f"tool {tool.name!r} of {toolset.label} is answered by the caller "
+                "(ToolService.deferred) and cannot run in another framework"
+            )
+        out.append(OfferedTool(tool))
+    return out
 
 
 def _failed(tool: Tool, error: Exception) -> ToolExecutionResult:

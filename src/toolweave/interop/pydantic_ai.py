@@ -46,7 +46,7 @@ try:
         ToolReturn,
     )
     from pydantic_ai.models.function import AgentInfo, FunctionModel
-    from pydantic_ai.toolsets import FunctionToolset
+    from pydantic_ai.toolsets import DynamicToolset, FunctionToolset
     from pydantic_ai.usage import RunUsage
 except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError(
@@ -71,6 +71,7 @@ from ..execution.results import ToolExecutionResult
 from ..execution.text import result_to_text
 from ..schema.arguments import parse_arguments
 from ..tools.base import Tool
+from ..toolsets import StepContext, Toolset, ToolsetTool
 from . import _core
 
 __all__ = ["PydanticAITool", "from_pydantic_ai", "to_pydantic_ai"]
@@ -186,20 +187,64 @@ def to_pydantic_ai(
 
 @overload
 def to_pydantic_ai(
+    tool_or_tools: Toolset, *, max_retries: int | None = ...
+) -> DynamicToolset[Any]: ...
+
+
+@overload
+def to_pydantic_ai(
     tool_or_tools: Iterable[Tool], *, max_retries: int | None = ...
 ) -> list[PydanticAITool_[Any]]: ...
 
 
 def to_pydantic_ai(
-    tool_or_tools: Tool | Iterable[Tool], *, max_retries: int | None = None
-) -> PydanticAITool_[Any] | list[PydanticAITool_[Any]]:
+    tool_or_tools: Tool | Toolset | Iterable[Tool], *, max_retries: int | None = None
+) -> PydanticAITool_[Any] | DynamicToolset[Any] | list[PydanticAITool_[Any]]:
     """pydantic-ai tools for toolweave tools: one tool gives one `pydantic_ai.Tool`, an
-    iterable a list (`Agent(tools=...)`, or `FunctionToolset(...)` for a toolset).
-    `max_retries` is pydantic-ai's per-tool retry budget (the agent's when None); a
-    toolweave tool that requires approval is a pydantic-ai tool that requires approval."""
+    iterable a list (`Agent(tools=...)`, or `FunctionToolset(...)` for a toolset), and a
+    toolweave `Toolset` a pydantic-ai toolset that asks it for its tools at every step
+    (`Agent(toolsets=[...])`). `max_retries` is pydantic-ai's per-tool retry budget (the
+    agent's when None); a toolweave tool that requires approval is a pydantic-ai tool that
+    requires approval."""
+    if isinstance(tool_or_tools, Toolset):
+        return _per_step(tool_or_tools, max_retries)
     tools, single = _core.many(tool_or_tools, Tool)
     out = [_export(t, max_retries) for t in tools]
     return out[0] if single else out
+
+
+def _per_step(toolset: Toolset, max_retries: int | None) -> DynamicToolset[Any]:
+    """A pydantic-ai toolset asking `toolset` for its tools before each model request.
+
+    The step it is asked about: `round` is the number of model requests already made in the
+    run, `context` the run's `deps`, `memory_id` its conversation id; `messages` is empty
+    (pydantic-ai's history is not made of toolweave messages). While the set answers with
+    the same tools, pydantic-ai gets the same toolset object (nothing rebuilt)."""
+    last: list[Any] = [None, None]  # the offered tools, and their pydantic-ai toolset
+
+    async def step(ctx: RunContext[Any]) -> FunctionToolset[Any]:
+        offered: Sequence[ToolsetTool] = await toolset.get_tools(
+            StepContext(
+                round=max(ctx.run_step - 1, 0),
+                messages=(),
+                memory_id=ctx.conversation_id,
+                context=ctx.deps,
+            )
+        )
+        before = last[0]
+        if before is not None and _same(before, offered):
+            kept: FunctionToolset[Any] = last[1]
+            return kept
+        tools = [_export(t, max_retries) for t in _core.as_tools(toolset, offered)]
+        last[:] = [tuple(offered), FunctionToolset(tools)]
+        built: FunctionToolset[Any] = last[1]
+        return built
+
+    return DynamicToolset(step, per_run_step=True, id=f"toolweave:{toolset.label}")
+
+
+def _same(before: Sequence[ToolsetTool], now: Sequence[ToolsetTool]) -> bool:
+    return len(before) == len(now) and all(a is b for a, b in zip(before, now, strict=True))
 
 
 # pydantic-ai -> toolweave -------------------------------------------------------------------
