@@ -173,6 +173,38 @@ async def test_the_upstreams_list_changed_reaches_the_client_with_the_new_list(
         assert text(await client.call_tool("up_fresh", {})) == "fresh ran"
 
 
+async def test_resource_and_prompt_list_changes_are_followed(
+    upstream_stdio: McpServerConfig,
+) -> None:
+    seen: set[str] = set()
+    both = asyncio.Event()
+
+    async def on_message(message: Any) -> None:
+        note = getattr(message, "root", message)
+        if isinstance(note, types.ResourceListChangedNotification):
+            seen.add("resources")
+        elif isinstance(note, types.PromptListChangedNotification):
+            seen.add("prompts")
+        if seen == {"resources", "prompts"}:
+            both.set()
+
+    async with gateway(upstream_stdio, message_handler=on_message) as client:
+        assert [str(r.uri) for r in (await client.list_resources()).resources] == ["memo://readme"]
+        assert [p.name for p in (await client.list_prompts()).prompts] == ["up_review"]
+        await client.call_tool("up_grow_extras", {"name": "extra1"})
+        await both.wait()
+        uris = [str(r.uri) for r in (await client.list_resources()).resources]
+        assert uris == ["memo://readme", "memo://extra1"]
+        assert [p.name for p in (await client.list_prompts()).prompts] == [
+            "up_review",
+            "up_extra1",
+        ]
+        read = await client.read_resource("memo://extra1")
+        assert [c.text for c in read.contents] == ["extra extra1"]  # type: ignore[union-attr]
+        got = await client.get_prompt("up_extra1", {})
+        assert got.messages[0].content.text == "extra extra1"  # type: ignore[union-attr]
+
+
 async def test_the_gateway_announces_list_changed(upstream_stdio: McpServerConfig) -> None:
     async with gateway(upstream_stdio) as client:
         caps = client.server_capabilities

@@ -111,6 +111,21 @@ async def grow(name: str, ctx: Context) -> str:
     return f"grew {name}"
 
 
+@server.tool()
+async def grow_extras(name: str, ctx: Context) -> str:
+    """Add a resource ``memo://<name>`` and a prompt `name`, then say both lists changed."""
+
+    def extra() -> str:
+        return f"extra {name}"
+
+    server.resource(f"memo://{name}", name=name, mime_type="text/plain")(extra)
+    server.prompt(name=name)(extra)
+    session = ctx.request_context.session
+    await session.send_resource_list_changed()
+    await session.send_prompt_list_changed()
+    return f"grew extras {name}"
+
+
 @server.resource("memo://readme", mime_type="text/plain")
 def readme() -> str:
     """The upstream's readme."""
