@@ -122,6 +122,19 @@ class AuthorizationServer:
             body, use_key, algorithm="ES256", headers={"kid": use_kid, "typ": "at+jwt"}
         )
 
+    def public_pem(self) -> str:
+        """The newest signing key's public half, PEM (for a server given a static key)."""
+        from cryptography.hazmat.primitives import serialization
+
+        return (
+            self.keys[-1][1]
+            .public_key()
+            .public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+            .decode()
+        )
+
     def revoke(self, token: str) -> None:
         self.revoked.add(jwt.decode(token, options={"verify_signature": False})["jti"])
 

@@ -36,16 +36,29 @@ INIT = {
 
 
 class Served:
-    """`toolweave mcp serve` in a subprocess; its stderr is kept (to check for tokens)."""
+    """`toolweave mcp serve` (or, `script`, mcp_auth_tools.py run by itself) in a subprocess
+    on a free port; its stderr is kept (to check for tokens)."""
 
-    def __init__(self, *auth_args: str, tmp: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        *auth_args: str,
+        tmp: Path,
+        env: dict[str, str] | None = None,
+        script: str | None = None,
+    ) -> None:
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self.metadata_url = f"http://127.0.0.1:{self.port}/.well-known/oauth-protected-resource/mcp"
+        where = "/sse" if script == "sse" else "/mcp"
+        self.url = f"http://127.0.0.1:{self.port}{where}"
+        self.metadata_url = (
+            f"http://127.0.0.1:{self.port}/.well-known/oauth-protected-resource{where}"
+        )
         self.stderr_path = tmp / f"server-{self.port}.stderr"
         self._stderr = self.stderr_path.open("wb")
-        argv = [sys.executable, "-m", "toolweave", "mcp", "serve", TOOLS]
-        argv += ["--transport", "http", "--port", str(self.port), *auth_args]
+        if script is not None:
+            argv = [sys.executable, TOOLS, script, str(self.port)]
+        else:
+            argv = [sys.executable, "-m", "toolweave", "mcp", "serve", TOOLS]
+            argv += ["--transport", "http", "--port", str(self.port), *auth_args]
         self.proc = subprocess.Popen(
             argv, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=self._stderr
         )
@@ -103,7 +116,11 @@ def served(
 def config(served: Served, token: str | None) -> McpServerConfig:
     headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
     return McpServerConfig(
-        server_name="authed", params={"url": served.url}, auth_headers=headers, connect_timeout=30
+        server_name="authed",
+        client_type="sse" if served.url.endswith("/sse") else "streamable-http",
+        params={"url": served.url},
+        auth_headers=headers,
+        connect_timeout=30,
     )
 
 
@@ -322,6 +339,165 @@ async def test_our_client_gets_an_auth_error_for_the_one_tool_it_lacks_a_scope_f
         assert "files:write" in str(caught.value)
         # the session goes on
         assert "files:read" in text(await client.call_tool("whoami_sync", {}))
+
+
+async def test_an_unknown_kid_refetches_the_keys_once_so_they_can_rotate(tmp_path: Path) -> None:
+    auth = AuthorizationServer().start()
+    served = Served(*jwt_args(auth), tmp=tmp_path)
+    try:
+        first = auth.mint(audience=served.url, subject="before")
+        assert (await post(served, first)).status_code == 200
+        assert auth.jwks_hits == 1
+        assert (await post(served, first)).status_code == 200
+        assert auth.jwks_hits == 1  # cached
+        auth.rotate()  # a new key, published: its kid is unknown to the server
+        second = auth.mint(audience=served.url, subject="after")
+        assert (await post(served, second)).status_code == 200
+        assert auth.jwks_hits == 2
+        # a kid that is nowhere (a forged token, a key not published yet): refused, and the
+        # keys are not fetched again so soon (junk kids cannot hammer the server)
+        from cryptography.hazmat.primitives.asymmetric import ec
+
+        stranger = ec.generate_private_key(ec.SECP256R1())
+        forged = auth.mint(audience=served.url, kid="nowhere", key=stranger)
+        response = await post(served, forged)
+        assert response.status_code == 401
+        assert "key this server does not know" in challenge(response)["error_description"]
+        # a token signed by a stranger's key under a kid the server knows fails its signature
+        impostor = auth.mint(audience=served.url, kid=auth.keys[-1][0], key=stranger)
+        response = await post(served, impostor)
+        assert challenge(response)["error_description"] == "the token's signature does not verify"
+        assert auth.jwks_hits == 2
+        assert (await post(served, first)).status_code == 200  # the old key is still published
+    finally:
+        served.stop()
+        auth.stop()
+
+
+async def test_introspection_accepts_an_active_token_and_refuses_a_revoked_one(
+    auth_server: AuthorizationServer, tmp_path: Path
+) -> None:
+    rs_id, rs_secret = auth_server.add_client()  # the resource server's own client
+    assert rs_secret is not None
+    served = Served(
+        "--auth",
+        "introspection",
+        "--auth-issuer",
+        auth_server.issuer,
+        "--auth-introspection-url",
+        f"{auth_server.issuer}/introspect",
+        "--auth-client-id",
+        rs_id,
+        tmp=tmp_path,
+        env={"TOOLWEAVE_AUTH_CLIENT_SECRET": rs_secret},
+    )
+    try:
+        token = token_for(auth_server, served.url, "files:read")
+        asked = auth_server.introspections
+        async with asyncio.timeout(TEST_TIMEOUT), McpClient(config(served, token)) as client:
+            who = json.loads(text(await client.call_tool("whoami", {})))
+        assert who["scopes"] == ["files:read"]
+        assert who["issuer"] == auth_server.issuer
+        assert auth_server.introspections > asked
+        auth_server.revoke(token)
+        response = await post(served, token)
+        assert response.status_code == 401
+        assert challenge(response)["error_description"] == "the token is not active"
+        response = await post(served, "an-opaque-token-nobody-issued")
+        assert challenge(response)["error_description"] == "the token is not active"
+        # a token for another resource is active, but not for this server
+        other = token_for(auth_server, "http://127.0.0.1:1/other", "files:read")
+        response = await post(served, other)
+        assert "not issued for this resource" in challenge(response)["error_description"]
+    finally:
+        log = served.stop()
+    assert rs_secret not in log and token not in log
+
+
+async def test_serve_mcp_with_a_static_key_required_and_implied_scopes_over_sse(
+    auth_server: AuthorizationServer, tmp_path: Path
+) -> None:
+    env = {"AUTH_ISSUER": auth_server.issuer, "AUTH_PUBLIC_KEY": auth_server.public_pem()}
+    served = Served(tmp=tmp_path, env=env, script="sse")
+    try:
+        async with httpx2.AsyncClient() as http:
+            doc = (await http.get(served.metadata_url)).json()
+            assert doc["resource"] == served.url
+            assert doc["scopes_supported"] == ["mcp"]
+            response = await http.get(served.url)
+        assert response.status_code == 401
+        assert challenge(response)["scope"] == "mcp"  # what to ask for, up front
+        lacking = auth_server.mint(audience=served.url, scope="files")
+        with pytest.raises(McpAuthError) as caught:
+            async with asyncio.timeout(TEST_TIMEOUT), McpClient(config(served, lacking)) as c:
+                await c.list_tools()
+        assert caught.value.status == 403
+        token = auth_server.mint(audience=served.url, scope="mcp files", subject="carol")
+        async with asyncio.timeout(TEST_TIMEOUT), McpClient(config(served, token)) as client:
+            who = json.loads(text(await client.call_tool("whoami_sync", {})))
+            assert who["subject"] == "carol"
+            assert who["scopes"] == ["files", "files:read", "files:write", "mcp"]
+            assert text(await client.call_tool("delete_file", {"name": "b"})) == "deleted b"
+            with pytest.raises(McpAuthError) as caught:
+                await client.read_resource("plans://q4")
+            assert caught.value.details["scope"] == "mcp plans:read"
+    finally:
+        served.stop()
+
+
+class _Memory:
+    """The SDK's TokenStorage, in memory."""
+
+    def __init__(self) -> None:
+        self.tokens: Any = None
+        self.client: Any = None
+
+    async def get_tokens(self) -> Any:
+        return self.tokens
+
+    async def set_tokens(self, tokens: Any) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> Any:
+        return self.client
+
+    async def set_client_info(self, client_info: Any) -> None:
+        self.client = client_info
+
+
+async def test_the_sdk_oauth_flow_discovers_gets_a_token_and_steps_up_for_a_scope(
+    served: Served, auth_server: AuthorizationServer
+) -> None:
+    from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+
+    # what it grants when the request names no scope (the challenge and metadata name none)
+    cid, secret = auth_server.add_client(scopes="files:read")
+    provider = ClientCredentialsOAuthProvider(
+        server_url=served.url,
+        storage=_Memory(),
+        client_id=cid,
+        client_secret=secret or "",
+        scope="files:read",
+        issuer=auth_server.issuer,
+    )
+    issued = len(auth_server.granted_scopes)
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(config(served, None), auth=provider) as c:
+        who = json.loads(text(await c.call_tool("whoami", {})))
+        assert (who["client_id"], who["scopes"]) == (cid, ["files:read"])
+        # 403 insufficient_scope names files:write: the client gets a token with both
+        assert text(await c.call_tool("delete_file", {"name": "c"})) == "deleted c"
+        who = json.loads(text(await c.call_tool("whoami", {})))
+        assert who["scopes"] == ["files:read", "files:write"]
+    assert sorted(auth_server.granted_scopes[issued:][-1].split()) == ["files:read", "files:write"]
+
+
+def test_a_tool_called_without_auth_has_no_identity() -> None:
+    sys.path.insert(0, str(SERVERS))
+    try:
+        import mcp_auth_tools
+    finally:
+        sys.path.remove(str(SERVERS))
+    assert json.loads(mcp_auth_tools.whoami_sync.invoke({})) is None
 
 
 # --- logs ----------------------------------------------------------------------------------------

@@ -4,11 +4,18 @@
 `whoami` (async) and `whoami_sync` answer the caller's verified identity; `delete_file`
 needs the ``files:write`` scope (declared on its card), the ``plans://`` resource
 ``plans:read``, the ``review`` prompt ``prompts:review``.
+
+Run as a script (``python mcp_auth_tools.py streamable-http|sse PORT``) it serves them with
+``serve_mcp(auth=McpAuth(...))``: a static public key (PEM in ``AUTH_PUBLIC_KEY``, issuer
+``AUTH_ISSUER``), the ``mcp`` scope needed for everything, ``files`` implying
+``files:read`` and ``files:write``.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 
 from toolweave import ToolContext, tool
 from toolweave.mcp import prompt, resource
@@ -58,3 +65,25 @@ def plans(name: str) -> str:
 def review(code: str) -> str:
     """Review code."""
     return f"Review this: {code}"
+
+
+if __name__ == "__main__":
+    from toolweave.mcp import JwtVerifier, McpAuth, serve_mcp
+
+    transport, port = sys.argv[1], int(sys.argv[2])
+    resource = f"http://127.0.0.1:{port}/{'mcp' if transport == 'streamable-http' else 'sse'}"
+    verifier = JwtVerifier(
+        issuer=os.environ["AUTH_ISSUER"], audience=resource, key=os.environ["AUTH_PUBLIC_KEY"]
+    )
+    auth = McpAuth(
+        verifier,
+        required_scopes=["mcp"],
+        implied_scopes={"files": ["files:read", "files:write"]},
+    )
+    serve_mcp(
+        [whoami, whoami_sync, delete_file],
+        transport,  # type: ignore[arg-type]
+        port=port,
+        features=[plans, review],
+        auth=auth,
+    )

@@ -39,13 +39,14 @@ from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.routes import build_resource_metadata_url, create_protected_resource_routes
+from mcp.shared.exceptions import MCPError
 from mcp.shared.uri_template import UriTemplate
 from mcp_types import INVALID_REQUEST
 from pydantic import AnyHttpUrl
 from starlette.authentication import AuthCredentials
 from starlette.routing import Router
 
-from ..identity import Identity, use_identity
+from ..identity import Identity, current_identity, use_identity
 from ..tools.base import Tool
 from .features import Feature, McpPrompt, McpResource
 
@@ -425,14 +426,25 @@ class McpAuth:
         tools: Iterable[Tool] = (),
         features: Iterable[Feature] = (),
         max_message_bytes: int = 4 * 1024 * 1024,
+        server: Any = None,
+        transport: str = "streamable-http",
     ) -> ASGIApp:
         """`app` (an MCP server's ASGI app) behind this auth, with the metadata document;
         `tools` and `features` are what it serves (for their declared scopes); `resource`
-        stands in for an unset `McpAuth.resource`."""
+        stands in for an unset `McpAuth.resource`.
+
+        With `server` (the SDK's low-level `Server` behind `app`), an operation the token
+        lacks scopes for is also refused inside the server, with a JSON-RPC error: on
+        ``transport="sse"`` that is the only refusal (a reply travels on the event stream,
+        and clients do not read a 403 to the message POST); on streamable HTTP the request
+        is answered 403 before it gets there."""
         url = self.resource or resource
         if not url:
             raise ValueError("McpAuth needs resource= (this server's URL as clients reach it)")
-        return _Protected(app, self, url, _Policy(self, tools, features), max_message_bytes)
+        policy = _Policy(self, tools, features)
+        if server is not None:
+            server.middleware.append(_ScopeGuard(policy))
+        return _Protected(app, self, url, policy, max_message_bytes, per_request=transport != "sse")
 
     async def verify(self, token: str) -> Identity:
         """The `Identity` of `token`, or `InvalidToken` / `VerifierUnavailable`."""
@@ -552,13 +564,45 @@ def _quoted(value: str) -> str:
     return '"' + value.replace("\\", "").replace('"', "'") + '"'
 
 
+class _ScopeGuard:
+    """A server middleware refusing, with a JSON-RPC error, an operation whose scopes the
+    caller's token lacks (requests not authenticated over HTTP pass)."""
+
+    def __init__(self, policy: _Policy) -> None:
+        self.policy = policy
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        identity = current_identity()
+        if identity is not None:
+            params = ctx.params
+            message = {"method": ctx.method, "params": dict(params) if params else {}}
+            needed = self.policy.needed(message)
+            if needed and not identity.has_scopes(needed):
+                why = f"this operation needs the scopes: {' '.join(needed)}"
+                scopes = " ".join(_union(self.policy.base, needed))
+                raise MCPError(
+                    INVALID_REQUEST,
+                    f"Forbidden (insufficient_scope): {why}",
+                    data={"error": "insufficient_scope", "error_description": why, "scope": scopes},
+                )
+        return await call_next(ctx)
+
+
 class _Protected:
     """The ASGI app in front of the MCP app: metadata document, token check, scopes."""
 
     def __init__(
-        self, app: ASGIApp, auth: McpAuth, resource: str, policy: _Policy, max_body: int
+        self,
+        app: ASGIApp,
+        auth: McpAuth,
+        resource: str,
+        policy: _Policy,
+        max_body: int,
+        *,
+        per_request: bool = True,
     ) -> None:
         self.app, self.auth, self.policy, self.max_body = app, auth, policy, max_body
+        self.per_request = per_request
         self.resource = resource
         parsed = urlsplit(resource)
         if parsed.scheme not in ("http", "https") or not parsed.netloc or parsed.fragment:
@@ -612,7 +656,7 @@ class _Protected:
                 send, 403, "insufficient_scope", "this server needs more scopes", self.policy.base
             )
             return
-        if scope["method"] == "POST":
+        if scope["method"] == "POST" and self.per_request:
             receive, needed, request_id = await self._inspect(receive)
             if needed and not identity.has_scopes(needed):
                 scopes = _union(self.policy.base, needed)

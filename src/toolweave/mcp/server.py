@@ -858,6 +858,8 @@ async def serve_mcp_async(
             tools=tools,
             features=features,
             max_message_bytes=max_message_bytes,
+            server=server,
+            transport=transport,
         )
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
     await uvicorn.Server(config).serve()
