@@ -650,3 +650,32 @@ def test_a_decision_for_no_waiting_call_is_refused_before_anything_runs() -> Non
     done = parent.chat(parent_model, None, paused.state, decisions={"p1": Deny("No.")})
     assert done.text == "All tidy."  # the whole sub-conversation was denied
     assert results(parent_model.requests[1]) == [("p1", "No.")]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_parents_allow_rule_does_not_answer_the_calls_inside(mode: str) -> None:
+    files = Files()
+    parent_model, _, _, parent = nested_two_levels(files)
+    parent.allow("desk", "*")  # the parent's rules cover its own calls, not the child's
+    paused = run(mode, parent, parent_model, "Tidy up")
+    assert [p.key for p in paused.pending] == ["p1/c1/g1"]
+    assert files.deleted == []
+    done = run(mode, parent, parent_model, paused.state, decisions={"g1": Approve()})
+    assert done.text == "All tidy."
+    assert files.deleted == ["/tmp/x"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_childs_own_rules_apply_inside_it(mode: str) -> None:
+    files = Files()
+    grand_model = ScriptedChatModel(
+        [ai_calls(call("delete_file", '{"path": "/tmp/x"}', id="g1")), AiMessage("Deleted.")]
+    )
+    child = ToolService().tools(files.tool).allow("delete_file", when={"path": {"$glob": "/tmp/*"}})
+    cleaner = child.as_tool(grand_model, name="cleaner", description="C.")
+    parent_model = ScriptedChatModel(
+        [ai_calls(call("cleaner", '{"task": "x"}', id="p1")), AiMessage("Done.")]
+    )
+    result = run(mode, ToolService().tools(cleaner), parent_model, "go")
+    assert result.status is ChatStatus.COMPLETED
+    assert files.deleted == ["/tmp/x"]

@@ -136,6 +136,7 @@ from .subagent import (
     ConversationTool,
     NestedEvent,
     Prompt,
+    child_state,
     nested_pending,
     route_decisions,
     subconversation_usage,
@@ -1479,8 +1480,8 @@ class ToolService:
         it); the rest wait for a person (`_await_decisions`)."""
         auto: dict[str, Decision] = {}
         for call in waiting:
-            if call.raised and call.reason == "approval":
-                verdict = await self._verdict(call.request, run)
+            if call.raised and call.reason == "approval" and child_state(call) is None:
+                verdict = await self._verdict(call.request, run)  # (not a sub-conversation's)
                 if verdict is not None:
                     auto[call.id] = verdict[1] if verdict[0] == "allow" else Deny(verdict[1])
         if auto:

@@ -56,6 +56,7 @@ __all__ = [
     "NestedEvent",
     "NestedPendingCall",
     "Task",
+    "child_state",
     "nested_pending",
     "route_decisions",
     "subconversation_usage",
@@ -291,11 +292,11 @@ class ConversationTool(Tool):
             conversation = self.opening(self.input.model_validate(inputs))
         elif isinstance(approval, NestedDecisions) and approval.state is not None:
             conversation, decisions = approval.state, approval.decisions
-        else:  # e.g. an allow rule of the caller's: it cannot say what the calls inside get
+        else:  # a decision that did not come through route_decisions (e.g. durable)
             raise ToolExecutionError(
                 f"the paused conversation of {self.card.name!r} was resumed without its "
-                "state: decide the calls waiting in it (result.pending), not the call "
-                "itself by a rule",
+                "state: decide the calls waiting in it (result.pending) through the "
+                "conversation that paused",
                 tool_name=self.card.name,
             )
         result = await self._converse(conversation, decisions, memory_id, context, call_id)
