@@ -618,3 +618,24 @@ def test_guarded_keeps_the_steps_tuple_and_puts_its_guardrails_first() -> None:
         asyncio.run(bare.guarded().get_tools(StepContext(round=0, messages=())))[0].card.guardrails
         == ()
     )
+
+
+def test_the_sync_face_still_runs_a_guarded_sync_tool_inline() -> None:
+    import threading
+
+    threads: dict[str, int] = {}
+
+    @output_guardrail
+    def note(result: ToolExecutionResult, ctx: ToolContext) -> Allow:
+        threads["guardrail"] = threading.get_ident()  # on the engine loop's thread
+        return Allow()
+
+    @tool(guardrails=[note])
+    def where() -> str:
+        """Where it runs."""
+        threads["tool"] = threading.get_ident()
+        return "here"
+
+    model = ScriptedChatModel([ai_calls(call("where")), AiMessage("ok")])
+    ToolService().tools(where).chat(model, None, "hi")
+    assert threads["tool"] == threads["guardrail"]  # no hop to a worker thread

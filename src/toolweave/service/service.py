@@ -1754,7 +1754,7 @@ class ToolService:
             guardrails = self._guardrails_of(entry)
             if guardrails:
                 result: ToolExecutionResult = await self._guarded(
-                    guardrails, entry, call, run.memory_id, run.context, run.injected
+                    guardrails, entry, call, run.memory_id, run.context, run.injected, inline
                 )
             elif inline and _is_plain_sync(executor):
                 # the sync face's engine loop serves nobody else: no thread hop needed
@@ -1806,8 +1806,10 @@ class ToolService:
         memory_id: Any,
         context: Any,
         injected: Any,
+        inline: bool = False,
     ) -> ToolExecutionResult:
-        """Run `call` of `entry` through `guardrails` (see `service.guardrails`)."""
+        """Run `call` of `entry` through `guardrails` (see `service.guardrails`); `inline`
+        as for `_dispatch`."""
         behind, tool = entry.executor, None
         for _ in range(8):  # through the executors wrapped around the tool's (hooks, retry)
             if isinstance(behind, DefaultToolExecutor):
@@ -1826,7 +1828,13 @@ class ToolService:
             return arguments
 
         async def execute(given: ToolExecutionRequest) -> ToolExecutionResult:
-            out: ToolExecutionResult = await entry.executor.aexecute_with_result(
+            executor = entry.executor
+            if inline and _is_plain_sync(executor):  # as in _dispatch: no thread hop
+                done: ToolExecutionResult = executor.execute_with_result(
+                    given, memory_id, context=context, injected=injected
+                )
+                return done
+            out: ToolExecutionResult = await executor.aexecute_with_result(
                 given, memory_id, context=context, injected=injected
             )
             return out
