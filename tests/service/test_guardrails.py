@@ -639,3 +639,13 @@ def test_the_sync_face_still_runs_a_guarded_sync_tool_inline() -> None:
     model = ScriptedChatModel([ai_calls(call("where")), AiMessage("ok")])
     ToolService().tools(where).chat(model, None, "hi")
     assert threads["tool"] == threads["guardrail"]  # no hop to a worker thread
+
+
+def test_every_verdict_but_allow_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    pay, _ = make_pay()
+    cap = InputGuardrail(lambda a, c: Replace({**a, "amount": 1}), name="cap")
+    hide = OutputGuardrail(lambda r, c: Reject("hidden"), name="hide")
+    model = ScriptedChatModel([ai_calls(call("pay", '{"to": "Ann"}', "a")), AiMessage("ok")])
+    with caplog.at_level(logging.INFO, logger="toolweave.guardrails"):
+        ToolService().tools(tool(pay, guardrails=[cap, hide])).chat(model, None, "hi")
+    assert "guardrails on 'pay' (call a): cap input replace, hide output reject" in caplog.text

@@ -141,7 +141,27 @@ async def run_guarded(
     """Run `call` through `guardrails` (in order): the input guardrails on the arguments
     `prepare` validates, then `execute`, then the output guardrails on its result. A call
     whose arguments are not valid skips the input guardrails (the tool refuses it: it cannot
-    run), and `execute`'s argument errors propagate as without guardrails."""
+    run), and `execute`'s argument errors propagate as without guardrails. Every verdict
+    other than `Allow` is logged (INFO, `toolweave.guardrails`)."""
+    result = await _guarded(guardrails, call, ctx, prepare, execute)
+    decided = result.attributes.get(DECISIONS_ATTRIBUTE) if result.attributes else None
+    if decided:
+        logger.info(
+            "guardrails on %r (call %s): %s",
+            call.name,
+            call.id,
+            ", ".join(f"{d['guardrail']} {d['stage']} {d['verdict']}" for d in decided),
+        )
+    return result
+
+
+async def _guarded(
+    guardrails: Sequence[Guardrail],
+    call: ToolExecutionRequest,
+    ctx: ToolContext,
+    prepare: Prepare,
+    execute: Execute,
+) -> ToolExecutionResult:
     decisions: list[dict[str, str]] = []
     inputs = [g for g in guardrails if g.stage == "input"]
     if inputs:
