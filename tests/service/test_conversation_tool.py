@@ -37,7 +37,13 @@ from toolweave.service import (
     InvalidConversationStateError,
     ToolProgress,
 )
-from toolweave.service.subagent import ConversationTool, NestedEvent, NestedPendingCall, Task
+from toolweave.service.subagent import (
+    SUBCONVERSATION_ATTRIBUTE,
+    ConversationTool,
+    NestedEvent,
+    NestedPendingCall,
+    Task,
+)
 from toolweave.toolsets import FunctionToolset
 
 from .helpers import MODES, ai_calls, assert_history_valid, call, run
@@ -118,6 +124,13 @@ def test_the_usage_of_the_sub_conversation_counts_into_the_parents(mode: str) ->
     parent_model, _, parent = weather_pair()
     result = run(mode, parent, parent_model, "What is the weather in Paris?")
     assert result.token_usage == used(10 + 20 + 5 + 7, 1 + 2 + 1 + 2)
+    # what the sub-conversation used travels with its call's result, into the history
+    (message,) = [m for m in result.messages if isinstance(m, ToolExecutionResultMessage)]
+    assert message.attributes[SUBCONVERSATION_ATTRIBUTE] == {
+        "usage": {"input_tokens": 12, "output_tokens": 3, "total_tokens": 15},
+        "requests": 2,
+        "tool_calls": 1,
+    }
 
 
 class Forecast(BaseModel):

@@ -59,6 +59,7 @@ __all__ = [
     "child_state",
     "nested_pending",
     "route_decisions",
+    "route_pending",
     "subconversation_usage",
 ]
 
@@ -68,8 +69,9 @@ STATE_KEY = "toolweave.subconversation_state"
 
 SUBCONVERSATION_ATTRIBUTE = "toolweave.subconversation"
 """The attribute of a `ConversationTool` call's result (and of its message in the history):
-`{"usage": {...} | None}`, the sub-conversation's token usage, which the calling loop adds
-to its own."""
+`{"usage": {...} | None, "requests": n, "tool_calls": n}`: the sub-conversation's token
+usage, which the calling loop adds to its own, and the model requests it made and tool
+calls it ran (since its last resume, for one that paused)."""
 
 
 class Task(BaseModel):
@@ -165,14 +167,21 @@ def route_decisions(
     paused sub-conversation (by id or key) gathered into one `NestedDecisions` per paused
     `ConversationTool` call. Approving the paused call itself approves every call waiting
     for approval in its sub-conversation; denying it abandons the sub-conversation."""
+    return route_pending(state.pending, decisions)
+
+
+def route_pending(
+    pending: Sequence[PendingCall], decisions: Mapping[str, Decision] | None
+) -> Mapping[str, Decision] | None:
+    """`route_decisions` for the calls `pending` (of one paused round)."""
     if not decisions or not isinstance(decisions, Mapping):
         return decisions
-    children = {p.id: s for p in state.pending if (s := child_state(p)) is not None}
+    children = {p.id: s for p in pending if (s := child_state(p)) is not None}
     if not children:
         return decisions
-    leaves = [c for c in nested_pending(state.pending) if isinstance(c, NestedPendingCall)]
+    leaves = [c for c in nested_pending(pending) if isinstance(c, NestedPendingCall)]
     by_key = {c.key: c for c in leaves}
-    own = {p.id for p in state.pending}
+    own = {p.id for p in pending}
     routed: dict[str, Decision] = {}
     nested: dict[str, dict[str, Decision]] = {}
     for key, decision in decisions.items():
@@ -375,7 +384,9 @@ class ConversationTool(Tool):
             result=value,
             attributes={
                 SUBCONVERSATION_ATTRIBUTE: {
-                    "usage": None if usage is None else usage.model_dump(exclude_none=True)
+                    "usage": None if usage is None else usage.model_dump(exclude_none=True),
+                    "requests": len(result.intermediate_responses) + 1,
+                    "tool_calls": len(result.tool_executions),
                 }
             },
         )
