@@ -371,6 +371,7 @@ def test_declaring_guardrails() -> None:
         InputGuardrail("not callable")  # type: ignore[arg-type]
     single = OutputGuardrail(plain)
     assert single.name == "plain" and single.stage == "output"
+    assert single(ToolExecutionResult(text="x"), None) == Allow()  # still callable
     assert InputGuardrail(plain, name="x").stage == "input"
     card = ToolCard(name="t", guardrails=single)
     assert card.guardrails == (single,)

@@ -92,6 +92,10 @@ class _Guardrail:
             name = getattr(self.func, "__name__", None) or type(self.func).__name__
             object.__setattr__(self, "name", name)
 
+    def __call__(self, value: Any, ctx: Any) -> Verdict | Awaitable[Verdict]:
+        """Ask the function directly (e.g. in a unit test of the guardrail)."""
+        return self.func(value, ctx)
+
 
 @dataclass(frozen=True, slots=True)
 class InputGuardrail(_Guardrail):
