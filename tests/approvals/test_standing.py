@@ -352,3 +352,34 @@ def test_rules_are_checked_when_made() -> None:
         ToolService().allow()
     with pytest.raises(ValueError):
         ToolService().deny("x", when={"a": {"$nope": 1}})
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_pause_after_a_standing_approval_of_a_raised_call_counts_its_rounds(mode: str) -> None:
+    @tool
+    def wire(to: str, ctx: ToolContext) -> str:
+        """Wire money (asks itself)."""
+        if ctx.approval is None:
+            raise NeedsApproval("a wire")
+        return f"wired {to}"
+
+    service = ToolService().tools(wire)
+    model = ScriptedChatModel(
+        [
+            ai_calls(call("wire", '{"to": "Ann"}', id="w1")),
+            ai_calls(
+                call("wire", '{"to": "Ann"}', id="w2"),  # covered: runs again at once
+                call("wire", '{"to": "Bob"}', id="w3"),  # not covered: asked
+            ),
+            AiMessage("done"),
+        ]
+    )
+    first = run(mode, service, model)
+    assert first.state is not None and first.state.rounds == 1
+    only_ann = Approve(always=True, when={"to": "Ann"})
+    second = run(mode, service, model, first.state, decisions={"w1": only_ann})
+    assert [p.id for p in second.pending] == ["w3"]
+    assert second.state is not None and second.state.rounds == 2  # the second round counts
+    assert _results(second) == {"w1": "wired Ann", "w2": "wired Ann"}
+    done = run(mode, service, model, second.state, decisions={"w3": Approve()})
+    assert done.status is ChatStatus.COMPLETED and _results(done)["w3"] == "wired Bob"

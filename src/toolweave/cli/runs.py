@@ -1,5 +1,5 @@
-"""`toolweave runs list|show|cancel|resume|pending|approve|deny`: operate durable
-conversations.
+"""`toolweave runs list|show|cancel|resume|pending|approve|deny|standing|revoke`: operate
+durable conversations.
 
 `runs_app` is a `typer.Typer`; the main `toolweave` CLI mounts it as `runs` when DBOS is
 installed, and `toolweave.durable` is imported only when one of these commands runs (DBOS
@@ -107,6 +107,8 @@ def _show_text(info: ConversationInfo) -> None:
         typer.echo(f"UNKNOWN OUTCOMES  {', '.join(info.unknown_outcomes)}")
     if info.final_text is not None:
         typer.echo(f"answer        {info.final_text}")
+    for standing in info.standing_decisions:
+        typer.echo(f"standing      {_standing_line(standing)}")
     for step in info.steps or ():
         child = f" -> {step.child_workflow_id}" if step.child_workflow_id else ""
         error = f"  ERROR {step.error}" if step.error else ""
@@ -190,6 +192,43 @@ def pending_calls(
         typer.echo(f"{cid:<40} {call.id:<24} {call.reason:<9} {call.tool_name}({call.arguments})")
 
 
+def _standing_line(standing: dict[str, Any]) -> str:
+    what = "always approve" if standing.get("decision") == "approve" else "always deny"
+    when = standing.get("when")
+    limit = f" when {json.dumps(when, ensure_ascii=True)}" if when is not None else ""
+    return f"{standing.get('id')}  {what} {standing.get('tool_name')}{limit}"
+
+
+def _pattern(when: str | None) -> dict[str, Any] | None:
+    """`--when` as an argument pattern (exit status 2 when it is not one)."""
+    if when is None:
+        return None
+    from ..service.approvals import check_pattern
+
+    try:
+        return check_pattern(json.loads(when))
+    except (TypeError, ValueError) as e:
+        typer.echo(f"error: --when is not an argument pattern (a JSON object): {e}", err=True)
+        raise typer.Exit(2) from e
+
+
+Always = Annotated[
+    bool,
+    typer.Option(
+        "--always",
+        help="A standing decision: also for this tool's later calls in this conversation.",
+    ),
+]
+When = Annotated[
+    str | None,
+    typer.Option(
+        "--when",
+        help="With --always: only for arguments matching this JSON pattern, e.g. "
+        '\'{"amount": {"$max": 100}}\'.',
+    ),
+]
+
+
 def _decide(
     db: str, app: str, conversation_id: str, call_id: str, decision: Any, command: str
 ) -> None:
@@ -223,12 +262,23 @@ def approve_call(
         str | None,
         typer.Option("--arguments", help="Run the call with these arguments instead (JSON)."),
     ] = None,
+    always: Always = False,
+    when: When = None,
 ) -> None:
     """Approve a waiting tool call: the conversation runs it and goes on.
 
     The first decision for a call wins: approving it again is a no-op, and a call already
-    denied (or approved with other arguments) is refused with exit status 1."""
+    denied (or approved with other arguments) is refused with exit status 1. With
+    --always, the tool's later calls in this conversation (those matching --when) run
+    without asking (`runs standing`, `runs revoke`)."""
     from ..service.approvals import Approve
+
+    if when is not None and not always:
+        typer.echo("error: --when limits a standing decision: add --always", err=True)
+        raise typer.Exit(2)
+    if always and arguments is not None:
+        typer.echo("error: a standing approval (--always) cannot edit the arguments", err=True)
+        raise typer.Exit(2)
 
     if arguments is not None:
         try:
@@ -242,7 +292,8 @@ def approve_call(
                 err=True,
             )
             raise typer.Exit(2)
-    _decide(db, app, conversation_id, call_id, Approve(arguments), "approve")
+    decision = Approve(arguments, always=always, when=_pattern(when))
+    _decide(db, app, conversation_id, call_id, decision, "approve")
 
 
 @runs_app.command("deny")
@@ -254,11 +305,58 @@ def deny_call(
     message: Annotated[
         str | None, typer.Option("--message", help="What the model is told instead.")
     ] = None,
+    always: Always = False,
+    when: When = None,
 ) -> None:
     """Deny a waiting tool call: it does not run; the model is told why.
 
     The first decision for a call wins: denying it again (same message) is a no-op, and a
-    call already approved is refused with exit status 1."""
+    call already approved is refused with exit status 1. With --always, the tool's later
+    calls in this conversation (those matching --when) are denied without asking."""
     from ..service.approvals import Deny
 
-    _decide(db, app, conversation_id, call_id, Deny(message) if message else Deny(), "deny")
+    if when is not None and not always:
+        typer.echo("error: --when limits a standing decision: add --always", err=True)
+        raise typer.Exit(2)
+    pattern = _pattern(when)
+    decision = (
+        Deny(message, always=always, when=pattern) if message else Deny(always=always, when=pattern)
+    )
+    _decide(db, app, conversation_id, call_id, decision, "deny")
+
+
+@runs_app.command("standing")
+def standing_decisions(
+    conversation_id: Annotated[str, typer.Argument(help="The conversation (workflow) id.")],
+    db: Db,
+    app: App = "toolweave",
+    as_json: AsJson = False,
+) -> None:
+    """List a conversation's standing decisions (approve/deny --always)."""
+    with _client(db, app) as client:
+        found = client.standing(conversation_id)
+    if as_json:
+        typer.echo(json.dumps([s.model_dump(mode="json") for s in found], indent=2))
+        return
+    for standing in found:
+        typer.echo(_standing_line(standing.model_dump(mode="json")))
+
+
+@runs_app.command("revoke")
+def revoke_standing(
+    conversation_id: Annotated[str, typer.Argument(help="The conversation (workflow) id.")],
+    standing_id: Annotated[str, typer.Argument(help="The standing decision's id.")],
+    db: Db,
+    app: App = "toolweave",
+) -> None:
+    """Revoke a standing decision: the conversation drops it before it gates its next
+    calls (a person is asked again)."""
+    with _client(db, app) as client:
+        try:
+            revoked = client.revoke(conversation_id, standing_id)
+        except KeyError as e:
+            typer.echo(f"error: {e.args[0]}", err=True)
+            raise typer.Exit(1) from e
+    typer.echo(
+        json.dumps({"conversation_id": conversation_id, "revoked": revoked.model_dump(mode="json")})
+    )

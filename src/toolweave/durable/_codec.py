@@ -18,6 +18,7 @@ from ..execution.executor import error_text
 from ..execution.requests import ToolExecutionRequest
 from ..execution.results import ToolExecution, ToolExecutionResult
 from ..service.result import ToolChatResult
+from ..tools.pause import CallDeferred, NeedsApproval, ToolPause
 
 __all__ = [
     "RecordedToolError",
@@ -26,6 +27,7 @@ __all__ = [
     "decode_result",
     "encode_error",
     "encode_messages",
+    "encode_pause",
     "encode_result",
     "encode_tool_result",
     "json_safe",
@@ -99,9 +101,26 @@ def encode_error(error: BaseException) -> dict[str, Any]:
     return {"kind": "exception", "message": error_text(error), "error_type": type(error).__name__}
 
 
+def encode_pause(pause: ToolPause) -> dict[str, Any]:
+    """A call whose tool paused itself (`NeedsApproval`, `CallDeferred`) as a recorded
+    outcome; `decode_outcome` raises it again, so the loop pauses on replay too."""
+    return {
+        "kind": "pause",
+        "reason": pause.kind,
+        "message": pause.message,
+        "metadata": pause.metadata,
+    }
+
+
 def decode_outcome(data: dict[str, Any], call: ToolExecutionRequest) -> ToolExecutionResult:
-    """The result a recorded outcome stands for; raises the recorded error for failures."""
+    """The result a recorded outcome stands for; raises the recorded error for failures
+    (and the recorded pause for a call whose tool paused itself)."""
     kind = data.get("kind")
+    if kind == "pause":
+        metadata = data.get("metadata")
+        if data.get("reason") == "deferred":
+            raise CallDeferred(metadata, message=data.get("message"))
+        raise NeedsApproval(data.get("message"), metadata)
     if kind == "result":
         contents = data.get("contents")
         return ToolExecutionResult(

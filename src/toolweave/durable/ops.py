@@ -17,6 +17,7 @@ import math
 import os
 import socket
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -35,7 +36,9 @@ from ..service.approvals import (
     Deny,
     InvalidConversationStateError,
     PendingCall,
+    StandingDecision,
     check_decision_kind,
+    check_standing_fields,
     decision_message,
     read_decision,
 )
@@ -46,6 +49,8 @@ from .service import (
     DECISION_TOPIC,
     PENDING_EVENT,
     PROGRESS_EVENT,
+    STANDING_EVENT,
+    STANDING_TOPIC,
     ConversationFailedError,
     DurableDatabaseError,
     _masked_url,
@@ -96,6 +101,8 @@ class ConversationInfo:
     unknown_outcomes: list[str] = field(default_factory=list)
     messages: list[dict[str, Any]] | None = None
     steps: list[StepRecord] | None = None
+    standing_decisions: list[dict[str, Any]] = field(default_factory=list)
+    """The conversation's standing decisions, as last published by its worker."""
 
     @property
     def finished(self) -> bool:
@@ -155,6 +162,13 @@ def _describe(decision: Decision) -> str:
 def _check_decision(call: PendingCall, decision: Any) -> None:
     """`decision` fits `call` (its kind and its fields), before anything is recorded."""
     check_decision_kind(call, decision)
+    if isinstance(decision, Approve | Deny):
+        check_standing_fields(call.id, decision)
+        if callable(decision.when):
+            raise TypeError(
+                f"the standing decision for {call.id!r} is limited by a function, which "
+                "cannot reach the worker: limit it with an argument pattern (when={...})"
+            )
     if isinstance(decision, Approve) and decision.arguments is not None:
         arguments = decision.arguments
         if isinstance(arguments, str):
@@ -452,6 +466,9 @@ class ConversationClient:
             if isinstance(payload, dict):
                 messages = payload.get("messages")
         _summarise(info, messages)
+        info.standing_decisions = [
+            s.model_dump(mode="json") for s in self._standing(conversation_id)
+        ]
         if steps:
             info.steps = [
                 StepRecord(
@@ -497,6 +514,38 @@ class ConversationClient:
             for call in waiting or ():
                 out.append((cid, PendingCall.model_validate(call)))
         return out
+
+    @_bounded
+    def standing(self, conversation_id: str) -> builtins.list[StandingDecision]:
+        """The standing decisions of a durable conversation (`Approve(always=True)`,
+        `Deny(always=True)`), as its worker last published them."""
+        return self._standing(conversation_id)
+
+    def _standing(self, conversation_id: str) -> builtins.list[StandingDecision]:
+        found = self._client.get_event(conversation_id, STANDING_EVENT, timeout_seconds=0)
+        out: builtins.list[StandingDecision] = []
+        for item in found or ():
+            try:
+                out.append(StandingDecision.model_validate(item))
+            except ValueError:
+                continue
+        return out
+
+    @_bounded
+    def revoke(self, conversation_id: str, which: str) -> StandingDecision:
+        """Revoke the standing decision `which` (its id) of a durable conversation: the
+        conversation drops it before it next gates a call. Returns it; `KeyError` when the
+        conversation has no such standing decision."""
+        found = next((s for s in self._standing(conversation_id) if s.id == which), None)
+        if found is None:
+            raise KeyError(f"conversation {conversation_id!r} has no standing decision {which!r}")
+        self._client.send(
+            conversation_id,
+            {"revoke": which},
+            STANDING_TOPIC,
+            idempotency_key=f"{conversation_id}:revoke:{which}:{uuid.uuid4().hex}",
+        )
+        return found
 
     def _waiting(self, conversation_id: str) -> builtins.list[tuple[PendingCall, int]]:
         """The calls `conversation_id` waits for, each with the pause it belongs to (-1

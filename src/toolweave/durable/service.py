@@ -35,6 +35,7 @@ from ..chat.messages import ChatMessage, UserMessage
 from ..chat.model import ChatModel
 from ..chat.request import ChatRequest, ChatRequestParameters
 from ..chat.response import ChatResponse, TokenUsage
+from ..context import current_approval, use_approval
 from ..errors import ErrorCode, ToolweaveError
 from ..execution.requests import ToolExecutionRequest
 from ..execution.results import ToolExecutionResult
@@ -43,12 +44,15 @@ from ..service.approvals import (
     Decision,
     PendingCall,
     already_decided,
+    claim_key,
     decision_kind,
+    decision_message,
     read_decision,
     repeat_allowed,
 )
 from ..service.result import ChatCompleted, ToolChatResult
-from ..service.service import ServiceEvent, ToolService, _Run
+from ..service.service import ServiceEvent, ToolService, _pause_of, _Run
+from ..tools.pause import ToolPause
 from ..toolsets.abstract import ToolsetTool
 from ..toolsets.offering import Offering
 from ..toolsets.step import StepContext
@@ -58,6 +62,7 @@ from ._codec import (
     decode_result,
     encode_error,
     encode_messages,
+    encode_pause,
     encode_result,
     encode_tool_result,
 )
@@ -68,6 +73,8 @@ __all__ = [
     "PENDING_EVENT",
     "PROGRESS_EVENT",
     "RERUN",
+    "STANDING_EVENT",
+    "STANDING_TOPIC",
     "TOOL_OUTCOME_UNKNOWN",
     "TOOL_WORKFLOW_PREFIX",
     "ConversationFailedError",
@@ -95,6 +102,11 @@ PENDING_EVENT: Final = "toolweave.pending"
 decision (an empty list when none wait)."""
 DECISION_TOPIC: Final = "toolweave.decision"
 """The DBOS message topic on which a waiting conversation receives decisions."""
+STANDING_EVENT: Final = "toolweave.standing"
+"""The DBOS event key under which a conversation publishes its standing decisions."""
+STANDING_TOPIC: Final = "toolweave.standing"
+"""The DBOS message topic on which a conversation receives revocations of its standing
+decisions (`ConversationClient.revoke`); read before each round's calls are gated."""
 TOOL_OUTCOME_UNKNOWN: Final = "tool_outcome_unknown"
 """Callback event fired (once, when decided) for an interrupted non-idempotent call."""
 
@@ -239,6 +251,10 @@ class _State:
     conversation_id: str
     outcomes: dict[str, dict[str, Any]] = field(default_factory=dict)
     round: int = 0
+    approvals: dict[str, Any] = field(default_factory=dict)
+    """The run's decisions for calls that paused themselves (they run again with them)."""
+    standing: tuple[dict[str, Any], ...] = ()
+    """The standing decisions last published."""
     step: StepContext | None = None
     """The step the toolsets were last asked for (a queued call of a toolset's tool is
     looked up by asking the toolsets for it again, in the worker that runs it)."""
@@ -436,8 +452,12 @@ class DurableToolService(ToolService):
         if not decisions or not _dbos_launched() or DBOS.workflow_id is not None:
             return
         tools = {p.id: p.tool_name for p in state.pending}
+        keys = {p.id: claim_key(p) for p in state.pending}
         claims = {
-            _claim_id(state.pause_id, call_id): (call_id, decision_kind(decision))
+            _claim_id(state.pause_id, keys.get(call_id, call_id)): (
+                call_id,
+                decision_kind(decision),
+            )
             for call_id, decision in decisions.items()
         }
 
@@ -634,7 +654,7 @@ class DurableToolService(ToolService):
             payload.get("context"),
             payload.get("injected"),
         )
-        token = _STATE.set(_State(cid))
+        token = _STATE.set(_State(cid, approvals=run.approvals))
         try:
             result: ToolChatResult | None = None
             event: ServiceEvent
@@ -667,8 +687,11 @@ class DurableToolService(ToolService):
         pause of a conversation); a decision naming another pause is ignored."""
         if _STATE.get() is None:
             return None
+        await self._publish_standing(run)
         ids = {call.id for call in waiting}
-        pause = len(run.messages)
+        # unique per pause of a conversation; a call asked again after its decision (it
+        # paused itself once more) gets a pause of its own
+        pause = len(run.messages) + max(call.ask for call in waiting) * 2**32
         await DBOS.set_event_async(
             PENDING_EVENT, [{**call.model_dump(), "pause": pause} for call in waiting]
         )
@@ -687,6 +710,32 @@ class DurableToolService(ToolService):
             decisions.setdefault(*decided)
         await DBOS.set_event_async(PENDING_EVENT, [])
         return decisions
+
+    async def _gated(self, calls: list[ToolExecutionRequest], run: _Run) -> list[PendingCall]:
+        """In a conversation workflow with standing decisions: apply the revocations sent
+        since (`ConversationClient.revoke`) and publish them (`STANDING_EVENT`) first."""
+        state = _STATE.get()
+        if state is not None and run.standing:
+            while True:
+                message = await DBOS.recv_async(STANDING_TOPIC, timeout_seconds=0)
+                if message is None:
+                    break
+                which = message.get("revoke") if isinstance(message, Mapping) else None
+                if isinstance(which, str):
+                    run.standing[:] = [s for s in run.standing if which not in (s.id, s.tool_name)]
+                    run.verdicts.clear()
+            await self._publish_standing(run)
+        return await super()._gated(calls, run)
+
+    async def _publish_standing(self, run: _Run) -> None:
+        """Publish the conversation's standing decisions when they changed."""
+        state = _STATE.get()
+        if state is None:
+            return
+        standing = tuple(s.model_dump(mode="json") for s in run.standing)
+        if standing != state.standing:
+            state.standing = standing
+            await DBOS.set_event_async(STANDING_EVENT, list(standing))
 
     async def _publish(self, run: _Run, phase: str) -> None:
         await DBOS.set_event_async(
@@ -786,6 +835,8 @@ class DurableToolService(ToolService):
     ) -> None:
         """Run calls that may overlap; their outcomes are recorded in `state.outcomes`.
         Every DBOS operation id is drawn here in request order, so replays line up."""
+        # a call a rule or a standing decision denied never runs (the loop answers it)
+        segment = [(i, call) for i, call in segment if call.id not in run.refused]
         if not segment:
             return
         if self.tool_queue is not None:
@@ -798,6 +849,8 @@ class DurableToolService(ToolService):
                     "context": ctx.context,
                     "injected": ctx.injected,
                 }
+                if call.id in state.approvals:  # it runs again after pausing itself
+                    payload["approval"] = decision_message(call.id, state.approvals[call.id])
                 if call.name not in self._entries and state.step is not None:
                     # a toolset's tool: the worker running the call asks the toolsets for
                     # this step again to find it
@@ -856,10 +909,13 @@ class DurableToolService(ToolService):
             entries,
         )
 
+        approval = read_decision(payload.get("approval"))
+
         async def step(
             name: str, fn: Callable[[], Coroutine[Any, Any, dict[str, Any]]]
         ) -> dict[str, Any]:
-            out: dict[str, Any] = await DBOS.run_step_async({"name": name}, fn)
+            with use_approval(call.id, None if approval is None else approval[1]):
+                out: dict[str, Any] = await DBOS.run_step_async({"name": name}, fn)
             return out
 
         entry = (self._entries if entries is None else entries).get(call.name)
@@ -920,13 +976,20 @@ class DurableToolService(ToolService):
         guardrails = super()._guardrails_of(entry)
         if guardrails:  # outside the hooks, as in the loop
             inner = self._guarded_executor(guardrails, entry, inner)
+        state = _STATE.get()
+        approval = state.approvals.get(call.id) if state is not None else current_approval()
         try:
-            result: ToolExecutionResult = await inner.aexecute_with_result(
-                call, ctx.memory_id, context=ctx.context, injected=ctx.injected
-            )
+            with use_approval(call.id, approval):
+                result: ToolExecutionResult = await inner.aexecute_with_result(
+                    call, ctx.memory_id, context=ctx.context, injected=ctx.injected
+                )
         except Exception as e:
+            cause = e if isinstance(e, ToolPause) else getattr(e, "cause", None)
+            if isinstance(cause, ToolPause):  # the tool paused itself: recorded as such
+                return encode_pause(cause)
             return encode_error(e)
-        return encode_tool_result(result)
+        pause = _pause_of(result)
+        return encode_tool_result(result) if pause is None else encode_pause(pause)
 
     async def _resolve_interrupted(
         self, call: ToolExecutionRequest, ctx: _CallContext, started: dict[str, Any]

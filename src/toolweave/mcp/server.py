@@ -37,7 +37,7 @@ from mcp.shared.uri_template import UriTemplate
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
-from ..context import ElicitationResult, ToolContext, use_tool_channel
+from ..context import ElicitationResult, ToolContext, use_approval, use_tool_channel
 from ..errors import (
     McpError,
     ToolArgumentsError,
@@ -58,6 +58,7 @@ from ..execution.requests import ToolExecutionRequest
 from ..execution.results import ToolExecutionResult
 from ..tools.approval import needs_approval, validated_arguments
 from ..tools.base import Tool
+from ..tools.pause import ToolPause
 from ._stdio_guard import DEFAULT_MAX_MESSAGE_BYTES
 from .features import Feature, McpCompletion, McpPrompt, McpResource
 
@@ -476,6 +477,42 @@ async def _approval_refused(
     return f"The user did not approve this call of {tool.card.name!r}; it was not run."
 
 
+def _raised_pause(result: Any) -> ToolPause | None:
+    """The `NeedsApproval` / `CallDeferred` a served tool raised (its executor made it an
+    error result), or None."""
+    error = result.error if result.is_error else None
+    cause = error if isinstance(error, ToolPause) else getattr(error, "cause", None)
+    return cause if isinstance(cause, ToolPause) else None
+
+
+async def _ask_for_pause(tool: Tool, pause: ToolPause, channel: _ServerChannel) -> Any:
+    """For a served tool that raised `NeedsApproval`: ask the client's user through MCP
+    elicitation; the decision to run it again with (`Approve()`), or the error text. A
+    `CallDeferred` has nobody to answer it here: the error text."""
+    name = tool.card.name
+    if pause.kind == "deferred":
+        return (
+            f"The tool {name!r} waits for a result from outside (CallDeferred), which an MCP "
+            "client cannot give; the call was not completed."
+        )
+    why = f" ({json.dumps(pause.message)})" if pause.message else ""
+    question = f"The tool {name!r} asks for approval{why}. Allow it to go on?"
+    try:
+        answer = await channel.elicit(question, _APPROVAL_SCHEMA)
+    except ToolNotSupportedError:
+        return (
+            f"The tool {name!r} asked for the user's approval, and this MCP client cannot ask "
+            "for it (it does not support elicitation); the call was not completed."
+        )
+    except ToolweaveError as e:
+        return f"Approval for {name!r} could not be asked: {e.message}"
+    if answer.action == "accept" and (answer.content or {}).get("approve") is True:
+        from ..service.approvals import Approve
+
+        return Approve()
+    return f"The user did not approve this call of {name!r}; it was not completed."
+
+
 def _role_and_block(message: Any) -> tuple[Any, Any, Any]:
     """(role, content, content block) of a message given as text (a user message) or as a
     `{"role", "content"}` mapping; the block is None when the content is not a part."""
@@ -727,6 +764,18 @@ def build_mcp_server(
         try:
             with use_tool_channel(channel):
                 result = await executor.aexecute_with_result(request)
+            pause = _raised_pause(result)
+            if pause is not None:  # the tool paused itself: ask the client's user, then again
+                decided = await _ask_for_pause(by_name[params.name], pause, channel)
+                if isinstance(decided, str):
+                    return _error(decided)
+                with use_tool_channel(channel), use_approval(request.id, decided):
+                    result = await executor.aexecute_with_result(request)
+                if _raised_pause(result) is not None:
+                    return _error(
+                        f"The tool {params.name!r} asked for approval again after it was "
+                        "approved; the call was not completed."
+                    )
         except Exception as e:  # bad arguments, aborted by a callback, not supported
             needed = _missing_capability(e)
             if needed is not None and _is_modern(ctx):

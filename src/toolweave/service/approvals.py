@@ -341,9 +341,14 @@ def standing_from(call: PendingCall, decision: Decision) -> StandingDecision | N
     if not isinstance(decision, Approve | Deny) or not decision.always:
         return None
     when = decision.when
+    kind = "approve" if isinstance(decision, Approve) else "deny"
+    # the same on every replay of a durable conversation (a revocation names it)
+    limit = "function" if callable(when) else _canonical(None if when is None else dict(when))
+    made = f"{call.id}\0{call.ask}\0{call.tool_name}\0{kind}\0{limit}"
     standing = StandingDecision(
+        id=hashlib.sha256(made.encode("utf-8", "surrogatepass")).hexdigest()[:12],
         tool_name=call.tool_name,
-        decision="approve" if isinstance(decision, Approve) else "deny",
+        decision=kind,
         message=decision.message if isinstance(decision, Deny) else None,
         when=None if when is None or callable(when) else dict(when),
         call_id=call.id,

@@ -1543,8 +1543,8 @@ class ToolService:
             decisions = await self._await_decisions(run, waiting)
             if decisions is None:
                 turn.finished = True
-                async for event in self._pause(
-                    run, response, waiting, run.rounds, turn.queue is not None, state.pause_id
+                async for event in self._pause(  # the rounds of the resumed state
+                    run, response, waiting, state.rounds, turn.queue is not None, state.pause_id
                 ):
                     yield event
                 return
