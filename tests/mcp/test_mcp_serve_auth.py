@@ -326,6 +326,17 @@ async def test_a_tool_that_needs_a_scope_the_token_lacks_is_403_insufficient_sco
         assert response.status_code == 200 and seen in response.text
 
 
+async def test_a_session_belongs_to_the_principal_that_opened_it(
+    served: Served, auth_server: AuthorizationServer
+) -> None:
+    mine = auth_server.mint(audience=served.url, scope="files:read", subject="dave")
+    headers = await session(served, mine)
+    assert (await post(served, mine, call("whoami", {}), **headers)).status_code == 200
+    theirs = auth_server.mint(audience=served.url, scope="files:read", subject="eve")
+    stolen = await post(served, theirs, call("whoami", {}), **headers)
+    assert stolen.status_code == 404  # as if the session did not exist
+
+
 async def test_our_client_gets_an_auth_error_for_the_one_tool_it_lacks_a_scope_for(
     served: Served, auth_server: AuthorizationServer
 ) -> None:
