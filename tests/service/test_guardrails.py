@@ -435,11 +435,11 @@ def test_redact_secrets_allows_a_clean_result_unchanged() -> None:
     guard = redact_secrets()
     clean = ToolExecutionResult(text="nothing to hide")
     ctx = ToolContext("t", "c")
-    assert guard.func(clean, ctx) == Allow()
+    assert asyncio.run(guard.func(clean, ctx)) == Allow()  # type: ignore[arg-type]
     fresh = ["rotated-token-1"]
     rotating = redact_secrets(lambda: fresh)
     fresh[0] = "rotated-token-2"
-    verdict = rotating.func(ToolExecutionResult(text="x rotated-token-2 y"), ctx)
+    verdict = asyncio.run(rotating.func(ToolExecutionResult(text="x rotated-token-2 y"), ctx))  # type: ignore[arg-type]
     assert isinstance(verdict, Replace) and verdict.value.text == "x *** y"
 
 
@@ -650,3 +650,33 @@ def test_every_verdict_but_allow_is_logged(caplog: pytest.LogCaptureFixture) -> 
     with caplog.at_level(logging.INFO, logger="toolweave.guardrails"):
         ToolService().tools(tool(pay, guardrails=[cap, hide])).chat(model, None, "hi")
     assert "guardrails on 'pay' (call a): cap input replace, hide output reject" in caplog.text
+
+
+def test_the_built_ins_check_a_long_result_off_the_event_loop() -> None:
+    import threading
+
+    from toolweave.service.guardrails import OFF_LOOP_CHARS
+
+    threads: list[int] = []
+
+    def classifier(text: str) -> str | None:
+        threads.append(threading.get_ident())
+        return "long" if len(text) > OFF_LOOP_CHARS else None
+
+    long = ToolExecutionResult(text="x" * OFF_LOOP_CHARS + " token=abcdef123456")
+    short = ToolExecutionResult(text="token=abcdef123456")
+    ctx = ToolContext("t", "c")
+
+    async def check() -> tuple[Any, Any, Any, int]:
+        loop_thread = threading.get_ident()
+        injection = prompt_injection_check(classifier)
+        redacted = await redact_secrets().func(long, ctx)  # type: ignore[misc]
+        found_long = await injection.func(long, ctx)  # type: ignore[misc]
+        found_short = await injection.func(short, ctx)  # type: ignore[misc]
+        assert isinstance(found_short, Allow)
+        return redacted, found_long, threads[:], loop_thread
+
+    redacted, found_long, seen, loop_thread = asyncio.run(check())
+    assert isinstance(redacted, Replace) and redacted.value.text.endswith("token=***")
+    assert isinstance(found_long, Reject)
+    assert seen[0] != loop_thread and seen[1] == loop_thread  # the long one on a worker

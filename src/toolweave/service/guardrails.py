@@ -22,6 +22,7 @@ from typing import Any, Literal, TypeAlias
 
 import pydantic_core
 
+from .._utils.threads import to_thread
 from ..callbacks.otel import _secret_key, mask_secrets
 from ..context import ToolContext
 from ..errors import ToolArgumentsError
@@ -43,6 +44,7 @@ from ..tools.guardrails import (
 __all__ = [
     "DECISIONS_ATTRIBUTE",
     "HALT_ATTRIBUTE",
+    "OFF_LOOP_CHARS",
     "GuardedExecutor",
     "InjectionClassifier",
     "detect_prompt_injection",
@@ -54,6 +56,8 @@ __all__ = [
 
 logger = logging.getLogger("toolweave.guardrails")
 
+OFF_LOOP_CHARS = 256 * 1024
+"""Results longer than this are checked by the built-ins on a worker thread."""
 HALT_ATTRIBUTE = "toolweave.guardrail.halt"
 """On a result: the `Halt` that ended the conversation (guardrail, stage, reason)."""
 DECISIONS_ATTRIBUTE = "toolweave.guardrails"
@@ -325,7 +329,19 @@ def redact_secrets(
             )
         )
 
-    return OutputGuardrail(check, name)
+    async def guard(result: ToolExecutionResult, ctx: ToolContext) -> Verdict:
+        if _large(result):  # ~50-100 ms per MB: not on the event loop
+            return await to_thread(check, result, ctx)
+        return check(result, ctx)
+
+    return OutputGuardrail(guard, name)
+
+
+def _large(result: ToolExecutionResult) -> bool:
+    size = len(result.text)
+    if result.contents is not None:
+        size += sum(len(p.text) for p in result.contents if isinstance(p, TextContent))
+    return size > OFF_LOOP_CHARS
 
 
 # built-in: prompt-injection check -------------------------------------------------------------
@@ -404,7 +420,11 @@ class _InjectionCheck:
         text = result.result_text()
         if result.structured is not None:
             text = f"{text}\n{json.dumps(result.structured, ensure_ascii=False, default=str)}"
-        found = self.classifier(text)
+        classifier = self.classifier
+        if len(text) > OFF_LOOP_CHARS and not inspect.iscoroutinefunction(classifier):
+            found = await to_thread(classifier, text)  # a long text: not on the event loop
+        else:
+            found = classifier(text)
         if inspect.isawaitable(found):
             found = await found
         if found is None or found is False:
