@@ -5,11 +5,15 @@ MCP elicitation (with the tool's reason) and runs the tool again, seeing the app
 from __future__ import annotations
 
 import asyncio
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from toolweave import CallDeferred, NeedsApproval, ToolContext, tool
+from toolweave import CallDeferred, ChatStatus, NeedsApproval, ToolContext, tool
+
+from ..service.helpers import MODES, ai_calls, call, run
 
 pytest.importorskip("mcp")
 
@@ -65,3 +69,51 @@ def test_a_served_tool_that_pauses_itself_asks_through_elicitation() -> None:
             assert len(seen) == 4
 
     asyncio.run(scenario())
+
+
+SERVED = str(Path(__file__).with_name("served_pausing_tools.py"))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_conversation_calls_an_mcp_tool_whose_server_asks_through_elicitation(
+    mode: str,
+) -> None:
+    """The whole way: a `ToolService` conversation calls an MCP tool served by `toolweave
+    mcp serve`; the tool pauses itself, the server asks through elicitation, the client's
+    hook answers, and the tool runs again (or the model is told it was not approved)."""
+    from toolweave import AiMessage, ScriptedChatModel, ToolExecutionResultMessage, ToolService
+    from toolweave.context import ElicitationResult
+    from toolweave.mcp import McpServerConfig, SyncMcpClient
+    from toolweave.mcp.hooks import ElicitationRequest
+
+    asked: list[str] = []
+    answers = iter([True, False])
+
+    async def elicit(request: ElicitationRequest) -> ElicitationResult:
+        asked.append(request.message)
+        return ElicitationResult("accept", {"approve": next(answers)})
+
+    config = McpServerConfig(
+        server_name="desk",
+        client_type="stdio",
+        params={"command": sys.executable, "args": ["-m", "toolweave", "mcp", "serve", SERVED]},
+        connect_timeout=60,
+    )
+    with SyncMcpClient(config, elicitation=elicit) as client:
+        service = ToolService().tools(*client.list_tools())
+        model = ScriptedChatModel(
+            [
+                ai_calls(
+                    call("wire", '{"to": "Bob"}', id="w1"),
+                    call("wire", '{"to": "Eve"}', id="w2"),
+                ),
+                AiMessage("done"),
+            ]
+        )
+        result = run(mode, service, model)
+    assert result.status is ChatStatus.COMPLETED
+    texts = {m.id: m.text for m in result.messages if isinstance(m, ToolExecutionResultMessage)}
+    assert len(asked) == 2 and all("asks for approval" in q for q in asked)
+    approved = [t for t in texts.values() if t.startswith("wired to")]
+    refused = [t for t in texts.values() if "did not approve" in t]
+    assert len(approved) == 1 and len(refused) == 1
