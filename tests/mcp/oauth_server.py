@@ -32,7 +32,9 @@ from starlette.routing import Route
 class AuthorizationServer:
     """The server, run on a thread; `issuer` is its URL."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, refresh_tokens: bool = True) -> None:
+        self.refresh_tokens = refresh_tokens
+        self.authorizations: list[dict[str, Any]] = []  # the query of each /authorize
         self.port = free_port()
         self.issuer = f"http://127.0.0.1:{self.port}"
         self.keys: list[tuple[str, ec.EllipticCurvePrivateKey]] = []
@@ -190,6 +192,7 @@ class AuthorizationServer:
 
     async def authorize(self, request: Request) -> Response:
         q = request.query_params
+        self.authorizations.append(dict(q))
         client = self.clients.get(q.get("client_id", ""))
         redirect = q.get("redirect_uri", "")
         if client is None or redirect not in client["redirect_uris"]:
@@ -251,18 +254,12 @@ class AuthorizationServer:
         access = self.mint(
             audience=str(resource), scope=str(scope), subject=f"user-of-{cid}", client_id=cid
         )
-        refresh = secrets.token_urlsafe(16)
-        self.refresh[refresh] = {"client_id": cid, "scope": scope, "resource": resource}
-        return JSONResponse(
-            {
-                "access_token": access,
-                "token_type": "Bearer",
-                "expires_in": 300,
-                "scope": scope,
-                "refresh_token": refresh,
-            },
-            headers={"Cache-Control": "no-store"},
-        )
+        answer = {"access_token": access, "token_type": "Bearer", "expires_in": 300, "scope": scope}
+        if self.refresh_tokens:
+            refresh = secrets.token_urlsafe(16)
+            self.refresh[refresh] = {"client_id": cid, "scope": scope, "resource": resource}
+            answer["refresh_token"] = refresh
+        return JSONResponse(answer, headers={"Cache-Control": "no-store"})
 
     async def introspect(self, request: Request) -> Response:
         form = await request.form()

@@ -502,6 +502,37 @@ async def test_the_sdk_oauth_flow_discovers_gets_a_token_and_steps_up_for_a_scop
     assert sorted(auth_server.granted_scopes[issued:][-1].split()) == ["files:read", "files:write"]
 
 
+def test_the_typescript_sdk_client_does_the_oauth_flow_and_steps_up(tmp_path: Path) -> None:
+    from npm_support import TS_SDK, script_beside
+
+    script = script_beside(TS_SDK, Path(__file__).resolve().parent / "ts_sdk_oauth_client.mjs")
+    # no refresh tokens: the client's step-up is then a new authorization with the scope
+    # (the TS SDK would refresh a token with a refresh token, and keep its scopes)
+    auth = AuthorizationServer(refresh_tokens=False).start()
+    served = Served(*jwt_args(auth), tmp=tmp_path)
+    try:
+        proc = subprocess.run(
+            ["node", str(script), served.url], capture_output=True, text=True, timeout=120
+        )
+    finally:
+        log = served.stop()
+        auth.stop()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert seen["client_id"].startswith("dcr-")  # registered dynamically
+    assert seen["before"]["client_id"] == seen["client_id"]
+    assert seen["before"]["scopes"] == ["files:read"]
+    assert seen["deleted"] == "deleted ts.txt"
+    assert "files:write" in seen["after"]["scopes"]
+    assert seen["authorizations"] == 2
+    first, step_up = auth.authorizations
+    assert first["scope"] == "files:read" and step_up["scope"] == "files:write"
+    for asked in (first, step_up):
+        assert asked["resource"] == served.url  # RFC 8707
+        assert asked["code_challenge_method"] == "S256"
+    assert "Bearer" not in log
+
+
 def test_a_tool_called_without_auth_has_no_identity() -> None:
     sys.path.insert(0, str(SERVERS))
     try:
