@@ -65,6 +65,7 @@ from .features import Feature, McpCompletion, McpPrompt, McpResource
 if typing.TYPE_CHECKING:
     from .config import McpServerConfig
     from .gateway import McpProxy
+    from .middleware import McpMiddleware
 
 if typing.TYPE_CHECKING:
     from .auth import McpAuth
@@ -726,11 +727,13 @@ def build_mcp_server(
     instructions: str | None = None,
     features: Iterable[Feature] = (),
     proxy: Iterable[McpServerConfig | McpProxy] = (),
+    middleware: Iterable[McpMiddleware] = (),
 ) -> Server[Any]:
     """The SDK's low-level `Server` serving `tools` and `features` (resources, prompts,
     completions); run it yourself, or connect to it in-process with ``mcp.Client(server)``.
     `version` defaults to toolweave's. `proxy`: other MCP servers whose tools, resources
-    and prompts are served too, under namespaces (see `toolweave.mcp.gateway`)."""
+    and prompts are served too, under namespaces (see `toolweave.mcp.gateway`).
+    `middleware`: a chain around every request (see `toolweave.mcp.middleware`)."""
     by_name: dict[str, Tool] = {}
     for t in tools:
         if not isinstance(t, Tool):
@@ -844,6 +847,11 @@ def build_mcp_server(
         from .gateway import McpGateway
 
         McpGateway(proxies).attach(server)
+    chain = list(middleware)
+    if chain:
+        from .middleware import apply_middleware
+
+        apply_middleware(server, chain)
     return server
 
 
@@ -859,11 +867,13 @@ async def serve_mcp_async(
     features: Iterable[Feature] = (),
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     proxy: Iterable[McpServerConfig | McpProxy] = (),
+    middleware: Iterable[McpMiddleware] = (),
     auth: McpAuth | None = None,
 ) -> None:
     """Serve `tools` (and `features`: resources, prompts, completions) until cancelled
     (stdio: until stdin closes). `proxy`: other MCP servers whose tools, resources and
-    prompts are served too (see `toolweave.mcp.gateway`).
+    prompts are served too (see `toolweave.mcp.gateway`); `middleware`: a chain around
+    every request (`toolweave.mcp.middleware`).
 
     HTTP transports bind `host`:`port` (loopback by default, with the SDK's DNS-rebinding
     protection); `path` defaults to ``/mcp`` (streamable HTTP) or ``/sse`` (SSE, messages are
@@ -879,7 +889,9 @@ async def serve_mcp_async(
             "auth= is for HTTP transports; over stdio, credentials come from the environment"
         )
     tools, features = list(tools), list(features)
-    server = build_mcp_server(tools, name=name, features=features, proxy=proxy)
+    server = build_mcp_server(
+        tools, name=name, features=features, proxy=proxy, middleware=middleware
+    )
     if transport == "stdio":
         from ._stdio_guard import checked_stdio_server
 
@@ -958,12 +970,14 @@ def serve_mcp(
     features: Iterable[Feature] = (),
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     proxy: Iterable[McpServerConfig | McpProxy] = (),
+    middleware: Iterable[McpMiddleware] = (),
     auth: McpAuth | None = None,
 ) -> None:
     """Serve `tools` as an MCP server, blocking (see `serve_mcp_async`)."""
     tool_list = list(tools)
     feature_list = list(features)
     proxy_list = list(proxy)
+    middleware_list = list(middleware)
 
     async def main() -> None:
         await serve_mcp_async(
@@ -977,6 +991,7 @@ def serve_mcp(
             features=feature_list,
             max_message_bytes=max_message_bytes,
             proxy=proxy_list,
+            middleware=middleware_list,
             auth=auth,
         )
 

@@ -1,0 +1,440 @@
+"""Server middleware: a chain around every request a served MCP server answers.
+
+``serve_mcp(tools, middleware=[...])`` (and `build_mcp_server`, `serve_mcp_async`) wraps the
+handler of each request kind — ``tools/call``, ``resources/read``, ``prompts/get``,
+``completion/complete`` and the listings (``tools/list``, ``resources/list``,
+``resources/templates/list``, ``prompts/list``) — in the middleware given, the first one
+outermost. A middleware is ``async (request: McpRequest, call_next) -> result``: it may look
+at or replace the request (``dataclasses.replace(request, params=...)``), answer it itself
+(a cached result), raise the SDK's ``MCPError`` (a JSON-RPC error to the client), or change
+the result. Proxied servers (``proxy=``) go through the same chain.
+
+Built in:
+
+- `LoggingMiddleware`: one log line per request (method, name, client, milliseconds,
+  outcome), never the arguments;
+- `RateLimitMiddleware`: a token bucket per client (or per verified token subject);
+- `CachingMiddleware`: results of idempotent tools (``idempotentHint``), per client unless
+  shared, for `ttl` seconds;
+- `ErrorMaskingMiddleware`: internal failure text stays in the server's log; the client
+  gets a generic message with a reference to it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
+from typing import Any, Literal, Protocol
+
+import mcp_types
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+
+from ..identity import Identity, current_identity
+
+__all__ = [
+    "RATE_LIMITED",
+    "CachingMiddleware",
+    "ErrorMaskingMiddleware",
+    "LoggingMiddleware",
+    "McpMiddleware",
+    "McpRequest",
+    "RateLimitMiddleware",
+    "apply_middleware",
+]
+
+log = logging.getLogger("toolweave.mcp.middleware")
+
+METHODS = (
+    "tools/call",
+    "tools/list",
+    "resources/read",
+    "resources/list",
+    "resources/templates/list",
+    "prompts/get",
+    "prompts/list",
+    "completion/complete",
+)
+"""The request kinds middleware wraps."""
+
+RATE_LIMITED = -32000
+"""The JSON-RPC error code of a request refused by `RateLimitMiddleware` (JSON-RPC's generic
+server error; ``data.retryAfterSeconds`` says when to retry)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class McpRequest:
+    """One request on its way through the middleware chain."""
+
+    method: str
+    """``tools/call``, ``resources/read``, ``prompts/get``, ``tools/list`` ..."""
+    params: Any
+    """The request's parameters (the SDK's model, e.g. ``CallToolRequestParams``)."""
+    ctx: Any
+    """The SDK's request context (its ``session`` reaches the client)."""
+    list_tools: Callable[[], Awaitable[list[mcp_types.Tool]]] | None = dataclasses.field(
+        repr=False, compare=False, default=None
+    )
+    """The server's tool listing (without the middleware), e.g. to read annotations."""
+
+    @property
+    def name(self) -> str | None:
+        """The tool or prompt name, or the resource URI; None for a listing."""
+        params = self.params
+        if self.method == "resources/read":
+            return str(params.uri)
+        if self.method == "completion/complete":
+            ref = params.ref
+            return str(getattr(ref, "name", None) or getattr(ref, "uri", ""))
+        name = getattr(params, "name", None)
+        return name if isinstance(name, str) else None
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        """A tool call's or prompt's arguments ({} otherwise)."""
+        return dict(getattr(self.params, "arguments", None) or {})
+
+    @property
+    def identity(self) -> Identity | None:
+        """The verified caller, when the server authenticates (``serve_mcp(auth=...)``)."""
+        return current_identity()
+
+    @property
+    def session_key(self) -> str:
+        """This client connection: its ``Mcp-Session-Id`` over HTTP, else the connection."""
+        http = getattr(self.ctx, "request", None)
+        headers = getattr(http, "headers", None)
+        session = headers.get("mcp-session-id") if headers is not None else None
+        if session:
+            return f"session:{session}"
+        conn = getattr(self.ctx.session, "_connection", None)
+        return f"connection:{id(conn if conn is not None else self.ctx.session)}"
+
+    @property
+    def client_key(self) -> str:
+        """Who is asking: the verified token's principal (issuer and subject, or client id)
+        when there is one, else the connection (`session_key`)."""
+        who = self.identity
+        if who is not None and (who.subject or who.client_id):
+            return f"token:{who.issuer or ''}|{who.subject or ''}|{who.client_id or ''}"
+        return self.session_key
+
+
+CallNext = Callable[[McpRequest], Awaitable[Any]]
+
+
+class McpMiddleware(Protocol):
+    """``async (request, call_next) -> result``; call ``await call_next(request)`` to go on."""
+
+    async def __call__(self, request: McpRequest, call_next: CallNext) -> Any:
+        """Handle `request`."""
+        ...
+
+
+def apply_middleware(server: Server[Any], middleware: Iterable[McpMiddleware]) -> Server[Any]:
+    """Wrap `server`'s handlers of every kind in `METHODS` in `middleware` (the first one
+    outermost); handlers registered later are not wrapped."""
+    chain = list(middleware)
+    if not chain:
+        return server
+    listing = server.get_request_handler("tools/list")
+
+    async def list_tools(ctx: Any) -> list[mcp_types.Tool]:
+        if listing is None:
+            return []
+        result: Any = await listing.handler(ctx, mcp_types.PaginatedRequestParams())
+        return list(result.tools)
+
+    for method in METHODS:
+        entry = server.get_request_handler(method)
+        if entry is None:
+            continue
+        server.add_request_handler(
+            method, entry.params_type, _wrapped(method, entry.handler, chain, list_tools)
+        )
+    return server
+
+
+def _wrapped(
+    method: str,
+    handler: Callable[[Any, Any], Awaitable[Any]],
+    chain: Sequence[McpMiddleware],
+    list_tools: Callable[[Any], Awaitable[list[mcp_types.Tool]]],
+) -> Callable[[Any, Any], Awaitable[Any]]:
+    async def innermost(request: McpRequest) -> Any:
+        return await handler(request.ctx, request.params)
+
+    call: CallNext = innermost
+    for m in reversed(chain):
+        call = _link(m, call)
+
+    async def wrapped(ctx: Any, params: Any) -> Any:
+        return await call(McpRequest(method, params, ctx, lambda: list_tools(ctx)))
+
+    return wrapped
+
+
+def _link(middleware: McpMiddleware, call_next: CallNext) -> CallNext:
+    async def step(request: McpRequest) -> Any:
+        return await middleware(request, call_next)
+
+    return step
+
+
+# logging and timing ---------------------------------------------------------------------------
+class LoggingMiddleware:
+    """Logs each request when it is answered: method, name, client, duration in
+    milliseconds and outcome (``ok``, ``tool error`` for an ``isError`` result, ``JSON-RPC
+    error <code>``, ``failed <exception>``). Arguments are never logged (they may hold
+    secrets). `methods` limits it to some request kinds."""
+
+    def __init__(
+        self,
+        logger: logging.Logger | None = None,
+        *,
+        level: int = logging.INFO,
+        methods: Collection[str] | None = None,
+    ) -> None:
+        self.logger = logger or log
+        self.level = level
+        self.methods = methods
+
+    async def __call__(self, request: McpRequest, call_next: CallNext) -> Any:
+        """Time the request and log how it ended."""
+        if self.methods is not None and request.method not in self.methods:
+            return await call_next(request)
+        start = time.perf_counter()
+        outcome = "ok"
+        try:
+            result = await call_next(request)
+            if getattr(result, "is_error", False):
+                outcome = "tool error"
+            return result
+        except MCPError as e:
+            outcome = f"JSON-RPC error {e.code}"
+            raise
+        except BaseException as e:
+            outcome = f"failed {type(e).__name__}"
+            raise
+        finally:
+            ms = (time.perf_counter() - start) * 1000
+            name = request.name
+            self.logger.log(
+                self.level,
+                "%s%s client=%s %.1f ms %s",
+                request.method,
+                f" {name!r}" if name is not None else "",
+                request.client_key,
+                ms,
+                outcome,
+            )
+
+
+# rate limits ------------------------------------------------------------------------------------
+class RateLimitMiddleware:
+    """At most `rate` requests per `per` seconds for each client (a token bucket holding up
+    to `burst`, by default `rate`); a request over it is refused with JSON-RPC error
+    `RATE_LIMITED` (``data.retryAfterSeconds``) and is not run.
+
+    `by`: ``"client"`` (the verified token's principal, else the connection; the default),
+    ``"token"`` (only authenticated requests are limited, per principal), ``"session"``
+    (each connection), or ``(request) -> key | None`` (None: not limited). `methods`: the
+    request kinds counted (tool calls by default). The counters live in this process; with
+    several worker processes each counts its own.
+    """
+
+    def __init__(
+        self,
+        rate: float,
+        per: float = 60.0,
+        *,
+        burst: float | None = None,
+        by: Literal["client", "token", "session"] | Callable[[McpRequest], str | None] = "client",
+        methods: Collection[str] = ("tools/call",),
+        max_clients: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if rate <= 0 or per <= 0:
+            raise ValueError("a rate limit needs a positive rate and period")
+        self.rate = rate
+        self.per = per
+        self.burst = float(burst if burst is not None else rate)
+        if self.burst < 1:
+            raise ValueError("burst must allow at least one request")
+        self.by = by
+        self.methods = methods
+        self.max_clients = max_clients
+        self.clock = clock
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    def key(self, request: McpRequest) -> str | None:
+        """Whose bucket `request` counts against (None: not limited)."""
+        if callable(self.by):
+            return self.by(request)
+        if self.by == "session":
+            return request.session_key
+        if self.by == "token":
+            return request.client_key if request.identity is not None else None
+        return request.client_key
+
+    async def __call__(self, request: McpRequest, call_next: CallNext) -> Any:
+        """Count the request against its client's bucket; refuse it when empty."""
+        if request.method not in self.methods:
+            return await call_next(request)
+        key = self.key(request)
+        if key is None:
+            return await call_next(request)
+        now = self.clock()
+        tokens, last = self._buckets.pop(key, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - last) * self.rate / self.per)
+        if tokens < 1:
+            self._remember(key, tokens, now)
+            wait = (1 - tokens) * self.per / self.rate
+            raise MCPError(
+                RATE_LIMITED,
+                f"Rate limit exceeded: at most {self.rate:g} requests per {self.per:g} s; "
+                f"retry in {wait:.1f} s",
+                data={"retryAfterSeconds": round(wait, 3)},
+            )
+        self._remember(key, tokens - 1, now)
+        return await call_next(request)
+
+    def _remember(self, key: str, tokens: float, now: float) -> None:
+        self._buckets[key] = (tokens, now)
+        while len(self._buckets) > self.max_clients:
+            self._buckets.popitem(last=False)  # the longest idle client starts afresh
+
+
+# caching ------------------------------------------------------------------------------------------
+class CachingMiddleware:
+    """Answers a repeated call of an idempotent tool from a cache: same tool, same
+    arguments, within `ttl` seconds. A tool is cached when its listing says
+    ``idempotentHint`` (``@tool(idempotent=True)``, or an upstream's annotation through a
+    gateway), or when `tools` names it. Error results are not cached.
+
+    Entries are per client (`McpRequest.client_key`) unless `shared` (one client's results
+    could hold what only it may see). At most `max_entries` are kept (the oldest go first);
+    `hits` and `misses` count lookups.
+    """
+
+    def __init__(
+        self,
+        ttl: float = 300.0,
+        *,
+        max_entries: int = 1024,
+        shared: bool = False,
+        tools: Collection[str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if ttl <= 0:
+            raise ValueError("ttl must be positive")
+        self.ttl = ttl
+        self.max_entries = max_entries
+        self.shared = shared
+        self.tools = set(tools) if tools is not None else None
+        self.clock = clock
+        self.hits = 0
+        self.misses = 0
+        self._entries: OrderedDict[tuple[str, str, str], tuple[float, Any]] = OrderedDict()
+        self._idempotent: set[str] = set()
+        self._known: set[str] = set()
+        self._listed_at: float | None = None
+
+    async def _cacheable(self, request: McpRequest) -> bool:
+        name = request.name or ""
+        if self.tools is not None and name in self.tools:
+            return True
+        now = self.clock()
+        stale = self._listed_at is None or now - self._listed_at > self.ttl
+        if (stale or name not in self._known) and request.list_tools is not None:
+            listed = await request.list_tools()
+            self._listed_at = now
+            self._known = {t.name for t in listed}
+            self._idempotent = {
+                t.name for t in listed if t.annotations and t.annotations.idempotent_hint
+            }
+        return name in self._idempotent
+
+    async def __call__(self, request: McpRequest, call_next: CallNext) -> Any:
+        """Answer from the cache, or call and remember a successful result."""
+        if request.method != "tools/call" or not await self._cacheable(request):
+            return await call_next(request)
+        arguments = json.dumps(request.arguments, sort_keys=True, default=str)
+        key = (request.name or "", arguments, "" if self.shared else request.client_key)
+        now = self.clock()
+        found = self._entries.get(key)
+        if found is not None and found[0] > now:
+            self.hits += 1
+            self._entries.move_to_end(key)
+            return found[1].model_copy(deep=True)
+        self.misses += 1
+        result = await call_next(request)
+        if isinstance(result, mcp_types.CallToolResult) and not result.is_error:
+            self._entries[key] = (now + self.ttl, result.model_copy(deep=True))
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+        return result
+
+    def clear(self) -> None:
+        """Forget every cached result."""
+        self._entries.clear()
+
+
+# error masking ----------------------------------------------------------------------------------
+class ErrorMaskingMiddleware:
+    """Keeps internal failure text out of the client's view: it goes to the log (with a
+    reference) and the client gets a generic message holding only that reference.
+
+    Masked: an exception that escapes a handler (a JSON-RPC -32603 "Internal error"), and,
+    when `tool_errors` (the default), the text of a tool's ``isError`` result (argument
+    errors included: set ``tool_errors=False`` to let a model see why its call was
+    refused). The SDK's ``MCPError`` raised on purpose (unknown tool, resource not found,
+    rate limits, scopes) passes unchanged.
+    """
+
+    def __init__(self, *, tool_errors: bool = True, logger: logging.Logger | None = None) -> None:
+        self.tool_errors = tool_errors
+        self.logger = logger or log
+
+    async def __call__(self, request: McpRequest, call_next: CallNext) -> Any:
+        """Run the request; mask what fails."""
+        try:
+            result = await call_next(request)
+        except MCPError:
+            raise
+        except Exception as e:
+            ref = secrets.token_hex(4)
+            self.logger.error(
+                "%s %r failed (reference %s): %s: %s",
+                request.method,
+                request.name,
+                ref,
+                type(e).__name__,
+                e,
+            )
+            raise MCPError(
+                mcp_types.INTERNAL_ERROR,
+                f"Internal error (reference {ref}); the details are in the server's log",
+            ) from e
+        if self.tool_errors and isinstance(result, mcp_types.CallToolResult) and result.is_error:
+            ref = secrets.token_hex(4)
+            shown = "".join(getattr(b, "text", "") for b in result.content)
+            self.logger.warning(
+                "tool %r failed (reference %s): %s", request.name, ref, shown[:2000]
+            )
+            return mcp_types.CallToolResult(
+                content=[
+                    mcp_types.TextContent(
+                        type="text",
+                        text=f"The tool {request.name!r} failed (error reference {ref}).",
+                    )
+                ],
+                is_error=True,
+            )
+        return result
