@@ -680,3 +680,20 @@ def test_the_built_ins_check_a_long_result_off_the_event_loop() -> None:
     assert isinstance(redacted, Replace) and redacted.value.text.endswith("token=***")
     assert isinstance(found_long, Reject)
     assert seen[0] != loop_thread and seen[1] == loop_thread  # the long one on a worker
+
+
+def test_redact_secrets_masks_the_credentials_of_live_mcp_clients() -> None:
+    from toolweave.mcp._secrets import McpSecrets
+    from toolweave.mcp.config import McpServerConfig
+
+    config = McpServerConfig(
+        server_name="vault",
+        params={"url": "http://127.0.0.1:9/mcp"},
+        auth_headers={"Authorization": "Bearer mcp-Zq9-credential"},
+    )
+    client_secrets = McpSecrets(config)  # what a live McpClient holds
+    result = ToolExecutionResult(text="config: token mcp-Zq9-credential (mcp-Zq9-credential)")
+    verdict = asyncio.run(redact_secrets().func(result, ToolContext("t", "c")))  # type: ignore[arg-type]
+    assert isinstance(verdict, Replace)
+    assert verdict.value.text == "config: token *** (***)"
+    assert client_secrets.forms  # kept alive until here

@@ -15,6 +15,7 @@ import inspect
 import json
 import logging
 import re
+import sys
 import unicodedata
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -279,6 +280,15 @@ def _masked_text(text: str, secrets: tuple[str, ...]) -> str:
     return _JSON_PAIR.sub(pair, masked) if '"' in masked else masked
 
 
+def _mcp_credentials() -> tuple[str, ...]:
+    """The credentials every live MCP client sends (`mcp._secrets`, when an MCP client was
+    ever made: the MCP stack is not imported for this)."""
+    module = sys.modules.get("toolweave.mcp._secrets")
+    if module is None:
+        return ()
+    return tuple(form for forms in module._IN_LOGS._forms() for form in forms)
+
+
 def redact_secrets(
     secrets: Iterable[str] | Callable[[], Iterable[str]] = (),
     *,
@@ -288,14 +298,15 @@ def redact_secrets(
     (its text, text parts and structured data; error results too), with the masking
     toolweave's telemetry uses (`callbacks.otel.mask_secrets`): the given `secrets` (or a
     function returning them, asked per call) raw, JSON-escaped or percent-encoded; the
-    credentials every live chat model holds; bearer/basic tokens, `key=value` credentials,
-    `sk-...`/`ghp_...` style keys and AWS access key ids; and values under credential-like
+    credentials every live chat model and every live MCP client holds (`mcp._secrets`);
+    bearer/basic tokens, `key=value` credentials, `sk-...`/`ghp_...` style keys and AWS
+    access key ids; and values under credential-like
     keys (`password`, `api_key`, `token`, ...) in structured data and JSON text. Masked
     parts become ``***``; `Replace` when anything was masked, else `Allow`. The raw
     `result` (never sent to the model) is left as it was."""
 
     def check(result: ToolExecutionResult, ctx: ToolContext) -> Verdict:
-        given = tuple(secrets() if callable(secrets) else secrets)
+        given = (*(secrets() if callable(secrets) else secrets), *_mcp_credentials())
         text = _masked_text(result.text, given) if result.text else result.text
         contents = result.contents
         if contents is not None:
