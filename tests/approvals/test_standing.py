@@ -383,3 +383,19 @@ def test_a_pause_after_a_standing_approval_of_a_raised_call_counts_its_rounds(mo
     assert _results(second) == {"w1": "wired Ann", "w2": "wired Ann"}
     done = run(mode, service, model, second.state, decisions={"w3": Approve()})
     assert done.status is ChatStatus.COMPLETED and _results(done)["w3"] == "wired Bob"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_call_id_reused_in_a_later_turn_is_judged_afresh(mode: str) -> None:
+    service = ToolService().tools(delete_file).deny("delete_file", when={"path": "/etc"})
+    model = ScriptedChatModel(
+        [
+            ai_calls(call("delete_file", '{"path": "/etc"}', id="x")),
+            ai_calls(call("delete_file", '{"path": "/tmp/a"}', id="x")),  # the same id
+            AiMessage("done"),
+        ]
+    )
+    done = run(mode, service, model)
+    texts = [m.text for m in done.messages if isinstance(m, ToolExecutionResultMessage)]
+    assert texts == ["This tool call is not allowed by the application's rules.", "deleted /tmp/a"]
+    assert DELETED == ["/tmp/a"]

@@ -970,6 +970,8 @@ class ToolService:
                 request = ChatRequest.model_construct(messages=sent, parameters=parameters)
                 await self._fire(E.MODEL_REQUEST, request=request, memory_id=run.memory_id)
                 run.gates.clear()  # a new turn's calls are gated afresh, whatever their ids
+                run.refused.clear()  # and judged afresh by rules and standing decisions
+                run.explicit.clear()
                 turn = _Turn(asyncio.Queue() if streaming else None)
                 if streaming:
                     eager_ok = eager and rounds < self.max_tool_calling_round_trips
