@@ -35,10 +35,12 @@ from ..chat.messages import ChatMessage, UserMessage
 from ..chat.model import ChatModel
 from ..chat.request import ChatRequest, ChatRequestParameters
 from ..chat.response import ChatResponse, TokenUsage
-from ..context import current_approval, use_approval
+from ..context import ToolContext, current_approval, use_approval
 from ..errors import ErrorCode, ToolweaveError
 from ..execution.requests import ToolExecutionRequest
 from ..execution.results import ToolExecutionResult
+from ..policies._loop import HookedExecutor
+from ..policies.usage import UsageLimits
 from ..service.approvals import (
     ConversationState,
     Decision,
@@ -226,10 +228,12 @@ def conversation_payload(
     memory_id: Any = None,
     context: Any = None,
     injected: Mapping[str, Any] | None = None,
+    usage_limits: UsageLimits | None = None,
 ) -> dict[str, Any]:
     """The input of a conversation workflow: the history as JSON, the request parameters,
-    the name of a model registered with the service, and what reaches the tools
-    (`memory_id`, `context`, `injected`; these must pickle)."""
+    the name of a model registered with the service, what reaches the tools (`memory_id`,
+    `context`, `injected`; these must pickle) and the conversation's `usage_limits` (None:
+    the service's)."""
     history: list[ChatMessage] = (
         [UserMessage(messages)] if isinstance(messages, str) else list(messages)
     )
@@ -242,6 +246,7 @@ def conversation_payload(
         "memory_id": memory_id,
         "context": context,
         "injected": dict(injected) if injected else None,
+        **({"usage_limits": usage_limits} if usage_limits is not None else {}),
     }
 
 
@@ -536,6 +541,7 @@ class DurableToolService(ToolService):
         memory_id: Any = None,
         context: Any = None,
         injected: Mapping[str, Any] | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> dict[str, Any]:
         """The workflow input for a conversation (see `conversation_payload`)."""
         return conversation_payload(
@@ -545,6 +551,7 @@ class DurableToolService(ToolService):
             memory_id=memory_id,
             context=context,
             injected=injected,
+            usage_limits=usage_limits,
         )
 
     async def start(
@@ -557,6 +564,7 @@ class DurableToolService(ToolService):
         memory_id: Any = None,
         context: Any = None,
         injected: Mapping[str, Any] | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> ConversationHandle:
         """Start (or, if `conversation_id` exists already, attach to) a conversation.
 
@@ -571,6 +579,7 @@ class DurableToolService(ToolService):
             memory_id=memory_id,
             context=context,
             injected=injected,
+            usage_limits=usage_limits,
         )
         cid = conversation_id or f"conv-{uuid.uuid4().hex}"
         with SetWorkflowID(cid):
@@ -604,6 +613,7 @@ class DurableToolService(ToolService):
         context: Any = None,
         injected: Mapping[str, Any] | None = None,
         conversation_id: str | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult:
         """`ToolService.achat`, durably: `model` must be registered (or named)."""
         if messages is None:
@@ -616,6 +626,7 @@ class DurableToolService(ToolService):
             memory_id=memory_id,
             context=context,
             injected=injected,
+            usage_limits=usage_limits,
         )
 
     def chat(  # type: ignore[override]
@@ -628,6 +639,7 @@ class DurableToolService(ToolService):
         context: Any = None,
         injected: Mapping[str, Any] | None = None,
         conversation_id: str | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult:
         """Synchronous durable `achat` (must not be called from a running event loop)."""
         return run_sync(
@@ -639,6 +651,7 @@ class DurableToolService(ToolService):
                 context=context,
                 injected=injected,
                 conversation_id=conversation_id,
+                usage_limits=usage_limits,
             )
         )
 
@@ -653,6 +666,7 @@ class DurableToolService(ToolService):
             payload.get("memory_id"),
             payload.get("context"),
             payload.get("injected"),
+            usage_limits=payload.get("usage_limits"),
         )
         token = _STATE.set(_State(cid, approvals=run.approvals))
         try:
@@ -760,6 +774,11 @@ class DurableToolService(ToolService):
         """In a conversation workflow a call's guardrails run inside its step
         (`_execute_raw`): their verdicts are recorded with the outcome, never taken again."""
         return () if _STATE.get() is not None else super()._guardrails_of(entry)
+
+    def _tool_hooks(self, run: _Run) -> tuple[Any, ...]:
+        """In a conversation workflow the around-tool-call hooks run inside each call's
+        step (`_execute_raw`), so what they decide is recorded and never decided again."""
+        return () if _STATE.get() is not None else super()._tool_hooks(run)
 
     def _is_tool(self, call: ToolExecutionRequest, run: _Run | None = None) -> bool:
         """Whether `call` names a tool offered in `run`'s round (the service's own or a
@@ -973,6 +992,10 @@ class DurableToolService(ToolService):
             return {"kind": "exception", "message": f"no tool named {call.name!r} in this worker"}
         executor = entry.executor
         inner = executor.inner if isinstance(executor, _DurableExecutor) else executor
+        hooks = self._policies.tool_hooks if self._policies is not None else ()
+        if hooks:  # the service's around-tool-call hooks, inside the call's step
+            tool_ctx = ToolContext(call.name, call.id, ctx.memory_id, ctx.context, self.callbacks)
+            inner = HookedExecutor(inner, hooks, tool_ctx)
         guardrails = super()._guardrails_of(entry)
         if guardrails:  # outside the hooks, as in the loop
             inner = self._guarded_executor(guardrails, entry, inner)

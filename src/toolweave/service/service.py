@@ -40,7 +40,15 @@ import inspect
 import json
 import logging
 import types
-from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Coroutine,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -79,6 +87,9 @@ from ..errors import (
 from ..execution.executor import DefaultToolExecutor, _CallableExecutor, error_text
 from ..execution.requests import ToolExecutionRequest
 from ..execution.results import ToolExecution, ToolExecutionResult
+from ..policies._loop import HookedExecutor, Policies, PolicyRun
+from ..policies.hooks import Hook
+from ..policies.usage import UsageLimits
 from ..schema.arguments import parse_arguments
 from ..schema.output import OutputSchema, OutputValidationError, PartialJsonStream
 from ..schema.validation import JsonSchemaArgumentsValidator
@@ -270,6 +281,8 @@ class _Run:
     offering: Offering | None = None
     """The union of the toolsets' tools for the current step (None: the service's own
     tools, no per-step asking)."""
+    policy: PolicyRun | None = None
+    """The conversation's hooks and budget (None: neither; the loop does no policy work)."""
     standing: list[StandingDecision] = field(default_factory=list)
     """The conversation's standing decisions (from its state, and made while resuming)."""
     approvals: dict[str, Decision] = field(default_factory=dict)
@@ -435,6 +448,8 @@ class ToolService:
         callbacks: CallbackFramework | None = None,
         toolsets: Sequence[Toolset] = (),
         guardrails: Sequence[Guardrail] = (),
+        hooks: Sequence[Hook] = (),
+        usage_limits: UsageLimits | None = None,
     ) -> None:
         if max_tool_calling_round_trips < 0:
             raise ValueError("max_tool_calling_round_trips must not be negative")
@@ -464,6 +479,8 @@ class ToolService:
         self._version = 0
         """Bumped when a refresh changes the tools (a running loop rebuilds its request)."""
         self.toolsets(*toolsets)
+        self._policies = Policies.of(hooks, usage_limits)
+        """The service's hooks and usage limits (docs/policies.md); None: neither."""
         self.guardrails = check_guardrails(guardrails)
         """Run around every tool call, before the toolsets' and the tools' own guardrails."""
 
@@ -714,13 +731,23 @@ class ToolService:
         injected: Mapping[str, Any] | None = None,
         output_type: Any = None,
         decisions: Mapping[str, Decision] | None = None,
+        hooks: Sequence[Hook] | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult:
         """Run the loop to the model's final answer (synchronously).
 
         The same engine as `achat`; a round's single sync tool runs on the calling thread.
         """
         run = self._start(
-            parameters, messages, memory_id, context, injected, output_type, decisions
+            parameters,
+            messages,
+            memory_id,
+            context,
+            injected,
+            output_type,
+            decisions,
+            hooks=hooks,
+            usage_limits=usage_limits,
         )
         run.inline_sync = True
         return run_sync(self._complete(model, run))
@@ -744,6 +771,8 @@ class ToolService:
         injected: Mapping[str, Any] | None = None,
         output_type: Any = None,
         decisions: Mapping[str, Decision] | None = None,
+        hooks: Sequence[Hook] | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult:
         """Run the loop to the model's final answer.
 
@@ -758,9 +787,20 @@ class ToolService:
         `result.status` is `PENDING` and `result.state` resumes it — pass the state as
         `messages` with `decisions={call_id: Approve() | Deny(...) | DeferredResult(...)}`
         (docs/approvals.md).
+
+        `hooks` run after the service's; `usage_limits` replaces the service's
+        (docs/policies.md).
         """
         run = self._start(
-            parameters, messages, memory_id, context, injected, output_type, decisions
+            parameters,
+            messages,
+            memory_id,
+            context,
+            injected,
+            output_type,
+            decisions,
+            hooks=hooks,
+            usage_limits=usage_limits,
         )
         return await self._complete(model, run)
 
@@ -776,6 +816,8 @@ class ToolService:
         injected: Mapping[str, Any] | None = None,
         output_type: Any = None,
         decisions: Mapping[str, Decision] | None = None,
+        hooks: Sequence[Hook] | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> AsyncIterator[ServiceEvent]:
         """Run the loop, streaming: yields the model's events (text deltas, partial and
         complete tool calls, completed responses), `ToolExecutionStarted`/`Finished`, and a
@@ -783,7 +825,15 @@ class ToolService:
         in the stream, before the model has finished. With `output_type`, `PartialOutput`
         events carry the answer parsed so far as the JSON grows."""
         run = self._start(
-            parameters, messages, memory_id, context, injected, output_type, decisions
+            parameters,
+            messages,
+            memory_id,
+            context,
+            injected,
+            output_type,
+            decisions,
+            hooks=hooks,
+            usage_limits=usage_limits,
         )
         # closed at once when the caller stops reading, so tools it started stop with it
         async with contextlib.aclosing(self._loop(model, run, streaming=True, eager=eager)) as loop:
@@ -802,6 +852,8 @@ class ToolService:
         injected: Mapping[str, Any] | None = None,
         output_type: Any = None,
         decisions: Mapping[str, Decision] | None = None,
+        hooks: Sequence[Hook] | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> Iterator[ServiceEvent]:
         """Synchronous `achat_stream`."""
         return iterate_sync(
@@ -815,6 +867,8 @@ class ToolService:
                 injected=injected,
                 output_type=output_type,
                 decisions=decisions,
+                hooks=hooks,
+                usage_limits=usage_limits,
             )
         )
 
@@ -828,6 +882,9 @@ class ToolService:
         injected: Mapping[str, Any] | None,
         output_type: Any = None,
         decisions: Mapping[str, Decision] | None = None,
+        *,
+        hooks: Sequence[Hook] | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> _Run:
         if messages is None:
             raise ValueError("messages must not be empty: pass the conversation so far")
@@ -866,6 +923,7 @@ class ToolService:
                     for name in m.attributes.get(FOUND_TOOLS_ATTRIBUTE, ()):
                         if name not in run.found:
                             run.found.append(name)
+        run.policy = Policies.start(self._policies, hooks, usage_limits)
         if state is not None:  # last: nothing after this may fail and strand the claim
             run.claimed = self._claim_decisions(state, decisions or {})
         return run
@@ -964,10 +1022,13 @@ class ToolService:
                 elif self.tool_search is not None or version != self._version or changed:
                     parameters = self._parameters(run)
                 version = self._version
+                sending = parameters
+                if run.policy is not None:  # the budget, then the hooks (may rewrite)
+                    sending = await run.policy.before_request(run, parameters, rounds)
                 sent = tuple(run.messages)
                 if run.offering is not None and run.offering.instructions:
                     sent = with_instructions(sent, run.offering.instructions)
-                request = ChatRequest.model_construct(messages=sent, parameters=parameters)
+                request = ChatRequest.model_construct(messages=sent, parameters=sending)
                 await self._fire(E.MODEL_REQUEST, request=request, memory_id=run.memory_id)
                 run.gates.clear()  # a new turn's calls are gated afresh, whatever their ids
                 run.refused.clear()  # and judged afresh by rules and standing decisions
@@ -975,6 +1036,8 @@ class ToolService:
                 turn = _Turn(asyncio.Queue() if streaming else None)
                 if streaming:
                     eager_ok = eager and rounds < self.max_tool_calling_round_trips
+                    if run.policy is not None:
+                        eager_ok = eager_ok and run.policy.eager_ok
                     s = None
                     if run.span is not None:
                         s = start_model_span(
@@ -1021,6 +1084,12 @@ class ToolService:
                 )
                 gated = await self._gated(calls, run)
                 runnable = [c for c in calls if run.gates.get(c.id) is None] if gated else calls
+                if run.policy is not None and runnable:
+                    spent = run.policy.check_round(runnable, run.usage)  # raises when over
+                    if spent is not None:  # answer mode: not run, the next request is the last
+                        run.policy.refuse(run.messages, calls, spent)
+                        pending = []
+                        continue
                 if not runnable:
                     outcomes = []
                 elif turn.queue is None:
@@ -1090,11 +1159,11 @@ class ToolService:
         assert turn.queue is not None
         partials = PartialJsonStream() if run.output is not None else None
         ids = _UniqueIds()
-        if run.span is not None:
-            with loop_owned():  # the loop's own span covers this call
-                source = model.astream(request)
+        source: AsyncIterator[StreamEvent]
+        if run.policy is not None and run.policy.model_hooks:
+            source = run.policy.stream_model(request, lambda r: self._open_stream(model, r, run))
         else:
-            source = model.astream(request)
+            source = self._open_stream(model, request, run)
         reader = _interleaved(self._pump(source, run, turn, ids), turn.queue) if eager else None
         events: AsyncIterator[Any] = reader if reader is not None else source
         # an eager turn's reader must stop (and start no more tools) however this ends
@@ -1199,14 +1268,31 @@ class ToolService:
             )
         return None
 
+    def _open_stream(
+        self, model: ChatModel, request: ChatRequest, run: _Run
+    ) -> AsyncIterator[StreamEvent]:
+        """The model's stream for `request`."""
+        if run.span is not None:
+            with loop_owned():  # the loop's own span covers this call
+                return model.astream(request)
+        return model.astream(request)
+
+    def _hooked_call(
+        self, model: ChatModel, request: ChatRequest, run: _Run
+    ) -> Awaitable[ChatResponse]:
+        """`_call_model`, through the around-model-call hooks when there are some."""
+        if run.policy is not None and run.policy.model_hooks:
+            return run.policy.call_model(request, lambda r: self._call_model(model, r, run))
+        return self._call_model(model, request, run)
+
     async def _traced_call(self, model: ChatModel, request: ChatRequest, run: _Run) -> ChatResponse:
         """`_call_model` inside its `chat {model}` span (when tracing is on)."""
         if run.span is None:
-            return await self._call_model(model, request, run)
+            return await self._hooked_call(model, request, run)
         s = start_model_span(model, request, stream=False, parent=model_parent(run.span))
         try:
             with current(s), loop_owned():
-                response = await self._call_model(model, request, run)
+                response = await self._hooked_call(model, request, run)
         except BaseException as e:
             end_model_span(s, model, error=e)
             raise
@@ -1614,6 +1700,11 @@ class ToolService:
                 )
             run.executions.append(ToolExecution(request, result, now, now, run.memory_id))
             run.messages.append(ToolExecutionResultMessage.from_result(request, result))
+        if approved and run.policy is not None:
+            spent = run.policy.check_round(approved, run.usage)  # raises when over the budget
+            if spent is not None:
+                run.policy.refuse(run.messages, approved, spent)
+                approved = []
         if approved:
             if turn.queue is None:
                 outcomes = await self._execute_round(approved, run, None, turn.started)
@@ -1699,6 +1790,8 @@ class ToolService:
                         use_approval(call.id, run.approvals.get(call.id)),
                     ):
                         result = await self._dispatch(call, run, inline=inline)
+                        if run.policy is not None and run.policy.result_hooks:
+                            result = await self._after_result(call, result, run)
                     paused = _pause_of(result)
             except _Paused as p:
                 paused = p.pause
@@ -1751,6 +1844,11 @@ class ToolService:
         entry = self._entry(call.name, run)
         if entry is None:
             return await self._hallucinated(call, run)
+        hooks = self._tool_hooks(run)
+        if hooks:  # around the tool's executor, inside its guardrails (as in a durable step)
+            entry = dataclasses.replace(
+                entry, executor=self._hooked_executor(entry.executor, hooks, call, run)
+            )
         try:
             executor = entry.executor
             guardrails = self._guardrails_of(entry)
@@ -1789,6 +1887,30 @@ class ToolService:
             halt.__cause__ = result.error  # a guardrail's own exception, when it failed
             raise _Abort(halt, result)
         return result
+
+    # hooks (docs/policies.md) ------------------------------------------------------------------
+    def _tool_hooks(self, run: _Run) -> tuple[Any, ...]:
+        """The around-tool-call hooks `_dispatch` runs (a hook: a durable conversation runs
+        them inside the call's step instead)."""
+        return run.policy.tool_hooks if run.policy is not None else ()
+
+    def _hooked_executor(
+        self, executor: Any, hooks: Sequence[Any], call: ToolExecutionRequest, run: _Run
+    ) -> HookedExecutor:
+        ctx = ToolContext(call.name, call.id, run.memory_id, run.context, self.callbacks)
+        return HookedExecutor(executor, hooks, ctx)
+
+    async def _after_result(
+        self, call: ToolExecutionRequest, result: ToolExecutionResult, run: _Run
+    ) -> ToolExecutionResult:
+        """`result` through the after-tool-result hooks; a hook that raises ends the
+        conversation once the round is done (the call keeps `result`)."""
+        assert run.policy is not None
+        ctx = ToolContext(call.name, call.id, run.memory_id, run.context, self.callbacks)
+        try:
+            return await run.policy.after_result(call, result, ctx)
+        except Exception as e:
+            raise _Abort(e, result) from None
 
     # guardrails (docs/policies.md) ------------------------------------------------------------
     def _guardrails_of(self, entry: _Entry) -> tuple[Guardrail, ...]:
@@ -1928,9 +2050,10 @@ class ToolService:
 def _tool_behind(executor: Any) -> Tool | None:
     """The `Tool` an entry's executor runs (through a subclass's wrapper, e.g. a durable
     one), or None for an executor of the caller's."""
-    for candidate in (executor, getattr(executor, "inner", None)):
-        if isinstance(candidate, DefaultToolExecutor):
-            return candidate.tool
+    while executor is not None:  # through wrappers: durable, hooks, retries
+        if isinstance(executor, DefaultToolExecutor):
+            return executor.tool
+        executor = getattr(executor, "inner", None)
     return None
 
 
