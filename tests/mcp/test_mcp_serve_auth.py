@@ -352,9 +352,12 @@ async def test_our_client_gets_an_auth_error_for_the_one_tool_it_lacks_a_scope_f
         assert "files:read" in text(await client.call_tool("whoami_sync", {}))
 
 
-async def test_an_unknown_kid_refetches_the_keys_once_so_they_can_rotate(tmp_path: Path) -> None:
+async def test_an_unknown_kid_refetches_the_discovered_keys_once_so_they_can_rotate(
+    tmp_path: Path,
+) -> None:
     auth = AuthorizationServer().start()
-    served = Served(*jwt_args(auth), tmp=tmp_path)
+    # no --auth-jwks-url: found in the issuer's metadata (RFC 8414)
+    served = Served("--auth", "jwt", "--auth-issuer", auth.issuer, tmp=tmp_path)
     try:
         first = auth.mint(audience=served.url, subject="before")
         assert (await post(served, first)).status_code == 200
@@ -383,6 +386,25 @@ async def test_an_unknown_kid_refetches_the_keys_once_so_they_can_rotate(tmp_pat
     finally:
         served.stop()
         auth.stop()
+
+
+async def test_metadata_that_names_another_issuer_is_not_used_for_keys(
+    auth_server: AuthorizationServer,
+) -> None:
+    from toolweave.mcp import JwtVerifier
+    from toolweave.mcp.auth import VerifierUnavailable
+
+    # the same server, spelled with a "/": its metadata names the issuer without it
+    verifier = JwtVerifier(issuer=auth_server.issuer + "/", audience="http://127.0.0.1:1/mcp")
+    token = auth_server.mint(audience="http://127.0.0.1:1/mcp", issuer=auth_server.issuer + "/")
+    hits = auth_server.jwks_hits
+    with pytest.raises(VerifierUnavailable):
+        await verifier.verify(token)
+    assert auth_server.jwks_hits == hits
+    good = JwtVerifier(issuer=auth_server.issuer, audience="http://127.0.0.1:1/mcp")
+    assert (
+        await good.verify(auth_server.mint(audience="http://127.0.0.1:1/mcp"))
+    ).subject == "alice"
 
 
 async def test_introspection_accepts_an_active_token_and_refuses_a_revoked_one(

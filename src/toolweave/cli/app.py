@@ -610,7 +610,11 @@ def mcp_serve(
         ),
     ] = None,
     auth_jwks_url: Annotated[
-        str | None, typer.Option(help="Where the signing keys are (JWKS).", rich_help_panel="Auth")
+        str | None,
+        typer.Option(
+            help="Where the signing keys are (JWKS; default: the issuer's metadata says).",
+            rich_help_panel="Auth",
+        ),
     ] = None,
     auth_key_file: Annotated[
         str | None,

@@ -145,8 +145,10 @@ class JwtVerifier:
     Keys come from `jwks_url` (fetched on first use, kept `jwks_cache_seconds`, fetched again
     at once when a token names a ``kid`` not in the set, at most once per
     `min_refetch_seconds`, so key rotation needs no restart and junk ``kid`` values cannot
-    hammer the authorization server) or from a static `key`: a PEM public key, a JWK or JWK
-    Set (a mapping), or a shared secret (``bytes``, with ``algorithms=["HS256"]``).
+    hammer the authorization server), from a static `key` (a PEM public key, a JWK or JWK
+    Set as a mapping, or a shared secret as ``bytes`` with ``algorithms=["HS256"]``), or,
+    with neither, from the ``jwks_uri`` of the issuer's metadata (RFC 8414, else OpenID
+    Connect discovery; its ``issuer`` must be `issuer` exactly).
     """
 
     def __init__(
@@ -163,13 +165,14 @@ class JwtVerifier:
         timeout: float = 10.0,
         http_client: httpx2.AsyncClient | None = None,
     ) -> None:
-        if (jwks_url is None) == (key is None):
-            raise ValueError("JwtVerifier needs exactly one of jwks_url= and key=")
+        if jwks_url is not None and key is not None:
+            raise ValueError("JwtVerifier takes jwks_url= or key=, not both")
         self.issuer = issuer
         self.audience = _audiences(audience)
         if not self.audience:
             raise ValueError("JwtVerifier needs the audience its tokens must name (aud)")
         self.jwks_url = jwks_url
+        self._discover = jwks_url is None and key is None
         self.leeway = leeway
         self.jwks_cache_seconds = jwks_cache_seconds
         self.min_refetch_seconds = min_refetch_seconds
@@ -190,12 +193,17 @@ class JwtVerifier:
         self.algorithms = tuple(algorithms)
         self._fetched_at: float | None = None
         self._refetched_at = -math.inf
+        self._failed_at = -math.inf
+        self._parsed: dict[tuple[Any, str], jwt.PyJWK] = {}
         self._lock = asyncio.Lock()
         self.jwks_fetches = 0
         """How many times the JWKS was fetched (for monitoring)."""
 
     def __repr__(self) -> str:
-        where = f"jwks_url={self.jwks_url!r}" if self.jwks_url else "key=<static>"
+        if self._discover and self.jwks_url is None:
+            where = "jwks_url=<from the issuer's metadata>"
+        else:
+            where = f"jwks_url={self.jwks_url!r}" if self.jwks_url else "key=<static>"
         return f"JwtVerifier(issuer={self.issuer!r}, audience={self.audience!r}, {where})"
 
     async def verify(self, token: str) -> AccessToken:
@@ -243,7 +251,8 @@ class JwtVerifier:
 
     async def _key(self, header: Mapping[str, Any], alg: str) -> jwt.PyJWK:
         kid = header.get("kid")
-        if self.jwks_url is not None:
+        remote = self.jwks_url is not None or self._discover
+        if remote:
             stale = (
                 self._fetched_at is None
                 or time.monotonic() - self._fetched_at >= self.jwks_cache_seconds
@@ -251,7 +260,7 @@ class JwtVerifier:
             if stale:
                 await self._refresh(self._fetched_at)
         jwk = self._find(kid, alg)
-        if jwk is None and self.jwks_url is not None:
+        if jwk is None and remote:
             # An unknown kid: the keys may have rotated. One refetch per interval at most.
             seen = self._fetched_at
             if time.monotonic() - self._refetched_at >= self.min_refetch_seconds:
@@ -260,10 +269,15 @@ class JwtVerifier:
                 jwk = self._find(kid, alg)
         if jwk is None:
             raise InvalidToken("the token was signed with a key this server does not know (kid)")
+        cached = self._parsed.get((kid, alg))
+        if cached is not None:
+            return cached
         try:
-            return jwt.PyJWK(jwk, algorithm=jwk.get("alg") or alg)
+            parsed = jwt.PyJWK(jwk, algorithm=jwk.get("alg") or alg)
         except jwt.PyJWTError:
             raise InvalidToken("the token's key does not fit its algorithm") from None
+        self._parsed[(kid, alg)] = parsed
+        return parsed
 
     def _find(self, kid: Any, alg: str) -> dict[str, Any] | None:
         signing = [k for k in self._keys if k.get("use", "sig") == "sig"]
@@ -276,23 +290,64 @@ class JwtVerifier:
         async with self._lock:
             if self._fetched_at != seen:
                 return  # another request fetched the keys while this one waited
-            assert self.jwks_url is not None
+            if time.monotonic() - self._failed_at < min(self.min_refetch_seconds, 5.0):
+                # it failed a moment ago: do not ask again for every request
+                if self._fetched_at is None:
+                    raise VerifierUnavailable("the signing keys could not be fetched")
+                return
             try:
-                if self._http is not None:
-                    response = await self._http.get(self.jwks_url, timeout=self.timeout)
-                else:
-                    async with httpx2.AsyncClient(timeout=self.timeout) as http:
-                        response = await http.get(self.jwks_url)
-                response.raise_for_status()
-                keys = _jwk_list(response.json())
+                if self.jwks_url is None:
+                    self.jwks_url = await self._jwks_uri()
+                keys = _jwk_list(await self._get_json(self.jwks_url))
             except Exception as e:
-                log.warning("could not fetch the JWKS at %s: %s", self.jwks_url, type(e).__name__)
+                self._failed_at = time.monotonic()
+                where = self.jwks_url or f"the metadata of {self.issuer}"
+                log.warning("could not fetch the JWKS (%s): %s", where, type(e).__name__)
                 if self._fetched_at is None:
                     raise VerifierUnavailable("the signing keys could not be fetched") from None
                 return  # keep the keys we have
             self.jwks_fetches += 1
-            self._keys = keys
+            self._keys, self._parsed = keys, {}
             self._fetched_at = time.monotonic()
+
+    async def _get_json(self, url: str) -> Any:
+        if self._http is not None:
+            response = await self._http.get(url, timeout=self.timeout)
+        else:
+            async with httpx2.AsyncClient(timeout=self.timeout) as http:
+                response = await http.get(url)
+        response.raise_for_status()
+        return response.json()
+
+    async def _jwks_uri(self) -> str:
+        """The ``jwks_uri`` of the issuer's metadata (RFC 8414 §3, OpenID Connect)."""
+        for url in _metadata_urls(self.issuer):
+            try:
+                meta = await self._get_json(url)
+            except (httpx2.HTTPError, ValueError):
+                continue
+            if not isinstance(meta, dict):
+                continue
+            if meta.get("issuer") != self.issuer:
+                # RFC 8414 §3.3: metadata naming another issuer must not be used
+                raise ValueError(f"the metadata at {url} is for another issuer")
+            uri = meta.get("jwks_uri")
+            if isinstance(uri, str) and uri:
+                return uri
+        raise ValueError(f"no metadata of {self.issuer} names a jwks_uri")
+
+
+def _metadata_urls(issuer: str) -> list[str]:
+    """Where an issuer's metadata may be: RFC 8414 (path inserted), OpenID Connect (path
+    inserted, then appended)."""
+    parts = urlsplit(issuer)
+    origin = f"{parts.scheme}://{parts.netloc}"
+    path = parts.path.rstrip("/")
+    return [
+        f"{origin}/.well-known/oauth-authorization-server{path}",
+        f"{origin}/.well-known/openid-configuration{path}",
+        *([f"{origin}{path}/.well-known/openid-configuration"] if path else []),
+    ]
 
 
 def _jwk_list(value: Any) -> list[dict[str, Any]]:
@@ -821,8 +876,6 @@ def auth_from_options(
         if key_file is not None:
             text = Path(key_file).read_text()
             key = json.loads(text) if text.lstrip().startswith("{") else text
-        elif not jwks_url:
-            raise ValueError("--auth jwt needs --auth-jwks-url or --auth-key-file")
         verifier: Any = JwtVerifier(
             issuer=issuer, audience=audience or resource, jwks_url=jwks_url, key=key
         )
