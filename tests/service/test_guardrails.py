@@ -697,3 +697,33 @@ def test_redact_secrets_masks_the_credentials_of_live_mcp_clients() -> None:
     assert isinstance(verdict, Replace)
     assert verdict.value.text == "config: token *** (***)"
     assert client_secrets.forms  # kept alive until here
+
+
+def test_a_verdict_is_an_event_of_the_conversations_span() -> None:
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.util._once import Once
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    old_provider, old_once = trace._TRACER_PROVIDER, trace._TRACER_PROVIDER_SET_ONCE
+    trace._TRACER_PROVIDER_SET_ONCE = Once()
+    trace._TRACER_PROVIDER = None
+    trace.set_tracer_provider(provider)
+    try:
+        pay, _ = make_pay()
+        hide = OutputGuardrail(lambda r, c: Reject("hidden"), name="hide")
+        model = ScriptedChatModel([ai_calls(call("pay", '{"to": "Ann"}', "a")), AiMessage("ok")])
+        ToolService().tools(tool(pay, guardrails=[hide])).chat(model, None, "hi")
+    finally:
+        provider.shutdown()
+        trace._TRACER_PROVIDER, trace._TRACER_PROVIDER_SET_ONCE = old_provider, old_once
+    (agent,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent"]
+    (event,) = [e for e in agent.events if e.name == "toolweave.guardrail"]
+    assert event.attributes is not None
+    assert event.attributes["toolweave.tool.call_id"] == "a"
+    assert list(event.attributes["toolweave.guardrail.names"]) == ["hide"]
+    assert list(event.attributes["toolweave.guardrail.verdicts"]) == ["reject"]

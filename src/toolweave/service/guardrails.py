@@ -24,7 +24,7 @@ from typing import Any, Literal, TypeAlias
 import pydantic_core
 
 from .._utils.threads import to_thread
-from ..callbacks.otel import _secret_key, mask_secrets
+from ..callbacks.otel import _secret_key, mask_secrets, tracing_enabled
 from ..context import ToolContext
 from ..errors import ToolArgumentsError
 from ..execution.content import TextContent
@@ -147,7 +147,8 @@ async def run_guarded(
     `prepare` validates, then `execute`, then the output guardrails on its result. A call
     whose arguments are not valid skips the input guardrails (the tool refuses it: it cannot
     run), and `execute`'s argument errors propagate as without guardrails. Every verdict
-    other than `Allow` is logged (INFO, `toolweave.guardrails`)."""
+    other than `Allow` is logged (INFO, `toolweave.guardrails`) and, with tracing on, is a
+    `toolweave.guardrail` event of the current span (the conversation's `invoke_agent`)."""
     result = await _guarded(guardrails, call, ctx, prepare, execute)
     decided = result.attributes.get(DECISIONS_ATTRIBUTE) if result.attributes else None
     if decided:
@@ -157,6 +158,19 @@ async def run_guarded(
             call.id,
             ", ".join(f"{d['guardrail']} {d['stage']} {d['verdict']}" for d in decided),
         )
+        if tracing_enabled():  # an event of the current span (the conversation's)
+            from opentelemetry import trace  # the `otel` extra, there when tracing is on
+
+            trace.get_current_span().add_event(
+                "toolweave.guardrail",
+                {
+                    "toolweave.tool.name": call.name,
+                    "toolweave.tool.call_id": call.id,
+                    "toolweave.guardrail.names": [d["guardrail"] for d in decided],
+                    "toolweave.guardrail.stages": [d["stage"] for d in decided],
+                    "toolweave.guardrail.verdicts": [d["verdict"] for d in decided],
+                },
+            )
     return result
 
 
