@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import threading
 
 from toolweave._utils.sync import reset_thread_loop, run_sync
@@ -44,3 +46,23 @@ def test_reset_thread_loop_closes_the_loop_and_the_next_call_makes_a_new_one() -
     thread.join()
     first, second = seen
     assert first.is_closed() and first is not second
+
+
+_TO_THREAD_THEN_EXIT = """
+import asyncio
+from toolweave._utils.sync import run_sync
+
+async def total(numbers):
+    return await asyncio.get_running_loop().run_in_executor(None, sum, numbers)
+
+print(run_sync(total([1, 2])), flush=True)
+"""
+
+
+def test_the_process_exits_after_a_sync_call_used_the_loops_executor() -> None:
+    # The sync face's loop got a default executor (asyncio.to_thread); closing that loop at
+    # interpreter exit must not wait for it on a new thread, which would never start.
+    done = subprocess.run(
+        [sys.executable, "-c", _TO_THREAD_THEN_EXIT], capture_output=True, text=True, timeout=120
+    )
+    assert (done.returncode, done.stdout) == (0, "3\n"), done.stderr

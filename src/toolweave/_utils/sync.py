@@ -51,10 +51,29 @@ class _ThreadRunner:
         self.runner = asyncio.Runner(loop_factory=asyncio.new_event_loop)
 
     def __del__(self) -> None:
-        # Runner.close closes the loop in a `finally`, also when it cannot run the loop to
-        # shut it down (another loop running in the thread that drops us).
+        # Not Runner.close: it waits for the loop's default executor on a new thread, and
+        # the main thread's locals go at interpreter exit, when a new thread never starts
+        # (the process then hangs forever, after a sync call that used asyncio.to_thread).
+        # loop.close() shuts that executor down without waiting.
         with contextlib.suppress(Exception):
-            self.runner.close()
+            loop = self.runner.get_loop()
+            if loop.is_closed():
+                return
+            try:
+                if not loop.is_running():  # another loop running in the thread that drops us
+                    _finish_tasks(loop)
+            finally:
+                loop.close()
+
+
+def _finish_tasks(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel what is still pending on `loop` and let it finish, then its async generators."""
+    pending = asyncio.all_tasks(loop)
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    loop.run_until_complete(loop.shutdown_asyncgens())
 
 
 def _runner() -> asyncio.Runner:
