@@ -19,6 +19,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 from mcp import Client
+from mcp.shared.subscriptions import ToolsListChanged
 from mcp_support import (
     SERVERS,
     TEST_TIMEOUT,
@@ -533,3 +534,17 @@ async def test_the_reference_everything_server_through_the_gateway() -> None:
         assert "everything_simple-prompt" in prompts
         got = await client.get_prompt("everything_simple-prompt", {})
         assert got.messages
+
+
+async def test_a_2026_client_hears_of_changes_on_its_listen_stream(
+    upstream_stdio: McpServerConfig,
+) -> None:
+    server = build_mcp_server([hello], proxy=[upstream_stdio])
+    async with asyncio.timeout(TEST_TIMEOUT), Client(server, mode="2026-07-28") as client:
+        before = {t.name for t in (await client.list_tools()).tools}
+        async with client.listen(tools_list_changed=True) as events:
+            assert text(await client.call_tool("up_grow", {"name": "modern"})) == "grew modern"
+            event = await events.__anext__()
+        assert isinstance(event, ToolsListChanged)
+        after = {t.name for t in (await client.list_tools()).tools}
+        assert after == before | {"up_modern"}

@@ -44,6 +44,13 @@ from typing import Any
 
 import mcp_types
 from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    PromptsListChanged,
+    ResourcesListChanged,
+    ToolsListChanged,
+)
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.uri_template import UriTemplate
@@ -348,6 +355,8 @@ class McpGateway:
             prefixes[proxy.prefix] = proxy.config.server_name
             self.upstreams.append(_Upstream(proxy, self))
         self._clients: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._bus: InMemorySubscriptionBus | None = None
+        """The events of 2026-07-28 clients' ``subscriptions/listen`` streams."""
         self._users = 0
 
     # lifecycle ---------------------------------------------------------------------------
@@ -421,6 +430,14 @@ class McpGateway:
                 "resources/unsubscribe", mcp_types.UnsubscribeRequestParams, router.subscribe
             )
 
+        if server.get_request_handler("subscriptions/listen") is None:
+            # 2026-07-28 clients hear of changes only on the streams they open
+            self._bus = InMemorySubscriptionBus()
+            server.add_request_handler(
+                "subscriptions/listen",
+                mcp_types.SubscriptionsListenRequestParams,
+                ListenHandler(self._bus),
+            )
         original_options = server.create_initialization_options
 
         def options(
@@ -463,6 +480,15 @@ class McpGateway:
 
     async def announce(self, kind: str) -> None:
         """Tell every client of the gateway that the `kind` list changed."""
+        if self._bus is not None:
+            event: ToolsListChanged | PromptsListChanged | ResourcesListChanged = (
+                ToolsListChanged()
+                if kind == "tools"
+                else PromptsListChanged()
+                if kind == "prompts"
+                else ResourcesListChanged()
+            )
+            await self._bus.publish(event)
         for conn in list(self._clients):
             send = {
                 "tools": conn.send_tool_list_changed,
