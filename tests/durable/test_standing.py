@@ -113,6 +113,8 @@ def test_a_tool_raised_pause_waits_across_a_restart_and_runs_again_once(
     assert (call.reason, call.raised, call.message) == ("approval", True, "a wire to Bob")
     assert call.metadata == {"to": "Bob"}
     assert workers.log.matching("wire-run raise-1 Bob ") == ["wire-run raise-1 Bob none"]
+    listed = runs("pending", "conv-raise", db=db_url)  # the tool's reason, shown escaped
+    assert listed.returncode == 0 and '"a wire to Bob"' in listed.stdout, listed.stderr
 
     workers.kill("w1")
     workers.start("w2", tool_queue=tool_queue, recover=["w1"])

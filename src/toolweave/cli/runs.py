@@ -189,7 +189,10 @@ def pending_calls(
         return
     typer.echo(f"{'CONVERSATION':<40} {'CALL':<24} {'REASON':<9} TOOL(ARGUMENTS)")
     for cid, call in waiting:
-        typer.echo(f"{cid:<40} {call.id:<24} {call.reason:<9} {call.tool_name}({call.arguments})")
+        why = f"  {json.dumps(call.message)}" if call.message else ""  # escaped: from a tool
+        typer.echo(
+            f"{cid:<40} {call.id:<24} {call.reason:<9} {call.tool_name}({call.arguments}){why}"
+        )
 
 
 def _standing_line(standing: dict[str, Any]) -> str:
