@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import gc
 import sys
 from collections.abc import Iterator
@@ -25,6 +26,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.local_model)
         if item.path.is_relative_to(_DURABLE):
             item.add_marker(pytest.mark.durable)
+
+
+_EXIT_GRACE_S = 300
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """A run whose process does not exit within minutes of its summary (something left a
+    thread or a child to wait for at interpreter exit) prints every thread's stack and exits
+    1, rather than hanging until CI's time limit with nothing to show."""
+    faulthandler.dump_traceback_later(_EXIT_GRACE_S, exit=True, file=sys.__stderr__)
 
 
 # Tests that parse JSON nested to near the recursion limit, on purpose.
