@@ -407,6 +407,47 @@ async def test_metadata_that_names_another_issuer_is_not_used_for_keys(
     ).subject == "alice"
 
 
+async def test_a_verifier_with_the_sdks_face_is_held_to_this_resource(
+    auth_server: AuthorizationServer,
+) -> None:
+    from mcp.server.auth.provider import AccessToken
+
+    from toolweave.mcp import IntrospectionVerifier, McpAuth
+
+    here = "http://127.0.0.1:1/mcp"
+
+    class SdkFace:
+        """Only the SDK's TokenVerifier method, over introspection with no audience check."""
+
+        def __init__(self) -> None:
+            rs_id, rs_secret = auth_server.add_client()
+            self.inner = IntrospectionVerifier(
+                f"{auth_server.issuer}/introspect", client_id=rs_id, client_secret=rs_secret
+            )
+
+        async def verify_token(self, token: str) -> AccessToken | None:
+            found = await self.inner.verify_token(token)
+            if found is None:
+                return None
+            aud = (found.claims or {}).get("aud")
+            return found.model_copy(update={"resource": aud})
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:  # the MCP app's stand-in
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"served"})
+
+    auth = McpAuth(SdkFace(), resource=here, authorization_servers=[auth_server.issuer])
+    protected = auth.protect(app)
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(protected)) as http:
+        for audience, status in ((here, 200), ("http://127.0.0.1:2/other", 401)):
+            token = auth_server.mint(audience=audience)
+            response = await http.get(here, headers={"Authorization": f"Bearer {token}"})
+            assert response.status_code == status
+        auth_server.revoke(token)
+        response = await http.get(here, headers={"Authorization": f"Bearer {token}"})
+        assert challenge(response)["error_description"] == "the token is not valid"
+
+
 async def test_introspection_accepts_an_active_token_and_refuses_a_revoked_one(
     auth_server: AuthorizationServer, tmp_path: Path
 ) -> None:

@@ -505,17 +505,22 @@ class McpAuth:
         """The `Identity` of `token`, or `InvalidToken` / `VerifierUnavailable`."""
         return self._identity(await self._access_token(token))
 
-    async def _access_token(self, token: str) -> AccessToken:
+    async def _access_token(self, token: str, resource: str | None = None) -> AccessToken:
         verify = getattr(self.verifier, "verify", None)
         if verify is not None:
             found: AccessToken = await verify(token)
             return found
-        maybe = await self.verifier.verify_token(token)
+        # the SDK's face: None says no; the token's resource, when it names one, must be
+        # `resource` (its audience is otherwise the verifier's to check)
+        maybe = _checked_access(await self.verifier.verify_token(token))
         if maybe is None:
             raise InvalidToken("the token is not valid")
         if maybe.expires_at is not None and maybe.expires_at < time.time():
             raise InvalidToken("the token has expired")
-        return _checked_access(maybe)
+        elsewhere = maybe.resource is not None and resource is not None
+        if elsewhere and _matching_audience(maybe.resource, [str(resource)]) is None:
+            raise InvalidToken("the token was not issued for this resource (aud)")
+        return maybe
 
     def granted(self, scopes: Iterable[str]) -> frozenset[str]:
         """`scopes` with all they imply (`implied_scopes`, transitively)."""
@@ -541,8 +546,8 @@ class McpAuth:
         )
 
 
-def _checked_access(value: Any) -> AccessToken:
-    if not isinstance(value, AccessToken):
+def _checked_access(value: Any) -> AccessToken | None:
+    if value is not None and not isinstance(value, AccessToken):
         raise TypeError("a token verifier returned something other than an AccessToken")
     return value
 
@@ -695,7 +700,7 @@ class _Protected:
             await self._refuse(send, 401, None, "", self.challenge_scopes)
             return
         try:
-            access = await self.auth._access_token(token)
+            access = await self.auth._access_token(token, self.resource)
             identity = self.auth._identity(access)
         except InvalidToken as e:
             log.info("refused a bearer token: %s", e)
