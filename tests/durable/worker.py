@@ -26,6 +26,7 @@ from toolweave.context import ToolContext
 from toolweave.durable import DurableToolService, QueueSpec, UnknownOutcome, launch, shutdown
 from toolweave.execution.requests import ToolExecutionRequest
 from toolweave.execution.results import ToolExecutionResult
+from toolweave.service import ToolService
 from toolweave.tools.guardrails import (
     Allow,
     Halt,
@@ -113,6 +114,18 @@ def script(request: ChatRequest) -> AiMessage:
     turn = sum(1 for m in request.messages if m.type == "ai")
     log(f"model {tag} {turn}")
     maybe_hang(f"model:{turn}")
+    if tag.startswith("nest-"):  # the helper (a conversation as a tool) pays, once approved
+        if turn == 0:
+            return AiMessage(tool_execution_requests=[_call("helper", "h1", task=f"inner-{tag}")])
+        results = [m.text for m in request.messages if m.type == "tool_result"]  # type: ignore[union-attr]
+        return AiMessage(f"{tag} finished: " + " | ".join(results))
+    if tag.startswith("inner-"):  # the helper's own conversation
+        if turn == 0:
+            return AiMessage(
+                tool_execution_requests=[_call("pay", "p1", tag=tag, to="Ann", amount=7)]
+            )
+        results = [m.text for m in request.messages if m.type == "tool_result"]  # type: ignore[union-attr]
+        return AiMessage(f"{tag} done: " + " | ".join(results))
     if tag.startswith("again-"):  # two pauses, the model reusing the call id p1
         if turn < 2:
             return AiMessage(
@@ -177,6 +190,15 @@ def build(tool_queue: bool) -> None:
         conversation_queue=cq,
         on_unknown_outcome=unknown,
     ).tools(lookup, charge, crunch)
+    # a conversation as a tool (docs/approvals.md): the helper's own conversation pays
+    helper = (
+        ToolService()
+        .tools(pay)
+        .as_tool(ScriptedChatModel(script), name="helper", description="Pays people.")
+    )
+    DurableToolService(
+        "nest", model=ScriptedChatModel(script), tool_queue=tq, conversation_queue=cq
+    ).tools(helper)
     DurableToolService(
         "bank",
         model=ScriptedChatModel(script),

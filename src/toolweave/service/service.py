@@ -150,6 +150,7 @@ from .subagent import (
     child_state,
     nested_pending,
     route_decisions,
+    route_pending,
     subconversation_usage,
 )
 
@@ -1574,7 +1575,15 @@ class ToolService:
                     auto[call.id] = verdict[1] if verdict[0] == "allow" else Deny(verdict[1])
         if auto:
             return auto  # what is left waits when the resume reaches it
-        return await self._await_decisions(run, waiting)
+        return await self._decisions_for(run, waiting)
+
+    async def _decisions_for(
+        self, run: _Run, waiting: list[PendingCall]
+    ) -> Mapping[str, Decision] | None:
+        """`_await_decisions` asked about the calls a person decides (those waiting in a
+        paused sub-conversation, instead of its call), its answer routed back to them."""
+        decided = await self._await_decisions(run, list(nested_pending(waiting)))
+        return route_pending(waiting, decided)
 
     async def _pause(
         self,
@@ -1628,7 +1637,7 @@ class ToolService:
                 yield event
             if not waiting:
                 break
-            decisions = await self._await_decisions(run, waiting)
+            decisions = await self._decisions_for(run, waiting)
             if decisions is None:
                 turn.finished = True
                 async for event in self._pause(  # the rounds of the resumed state

@@ -114,6 +114,8 @@ class NestedPendingCall(PendingCall):
     tool_names: tuple[str, ...] = ()
     """The names of the tools of `path` (the sub-conversations)."""
 
+    # `ask` counts the pauses of the calls of `path` too (each is a new pause of this call)
+
     @property
     def key(self) -> str:
         """`path` and `id` joined with `/`: a name for the call that no other has."""
@@ -152,7 +154,9 @@ def _leaves(
     for call in pending:
         state = child_state(call)
         if state is not None:
-            yield from _leaves(state.pending, (*path, call.id), (*tools, call.tool_name))
+            for leaf in _leaves(state.pending, (*path, call.id), (*tools, call.tool_name)):
+                # a pause of the call holding it is a new pause of the nested call too
+                yield leaf.model_copy(update={"ask": leaf.ask + call.ask}) if call.ask else leaf
         elif path:
             fields = call.model_dump(exclude={"path", "tool_names"})
             yield NestedPendingCall(**fields, path=path, tool_names=tools)
