@@ -26,6 +26,7 @@ from toolweave.context import ToolContext
 from toolweave.durable import DurableToolService, QueueSpec, UnknownOutcome, launch, shutdown
 from toolweave.execution.requests import ToolExecutionRequest
 from toolweave.execution.results import ToolExecutionResult
+from toolweave.policies import UsageLimits, around_tool_call
 from toolweave.service import ToolService
 from toolweave.tools.guardrails import (
     Allow,
@@ -179,10 +180,28 @@ def reconcile(info: UnknownOutcome) -> str:
     return "charged 42 (confirmed by reconciliation)"
 
 
+async def _hooked(call: ToolExecutionRequest, call_tool: object, ctx: object) -> object:
+    """An around-tool-call hook (logged: it runs inside the call's recorded step, once)."""
+    log(f"hooked {call.id}")
+    return await call_tool(call)  # type: ignore[operator]
+
+
 def build(tool_queue: bool) -> None:
     """The services every worker registers, identically."""
     tq = QueueSpec(TOOLS, worker_concurrency=2, polling_interval=0.05) if tool_queue else None
     cq = QueueSpec(CONVERSATIONS, worker_concurrency=50, polling_interval=0.05)
+    # the `kill-*` script under a budget of three tool calls (docs/policies.md): the second
+    # round (charge, lookup c) would make four; answered once, or stopped
+    for name, exceeded in (("budget", "answer"), ("budget-strict", "raise")):
+        DurableToolService(
+            name,
+            model=ScriptedChatModel(script),
+            tool_queue=tq,
+            conversation_queue=cq,
+            on_unknown_outcome=unknown,
+            usage_limits=UsageLimits(tool_calls=3, on_exceeded=exceeded),  # type: ignore[arg-type]
+            hooks=[around_tool_call(_hooked)],
+        ).tools(lookup, charge)
     DurableToolService(
         "shop",
         model=ScriptedChatModel(script),
