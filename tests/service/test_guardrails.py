@@ -727,3 +727,43 @@ def test_a_verdict_is_an_event_of_the_conversations_span() -> None:
     assert event.attributes["toolweave.tool.call_id"] == "a"
     assert list(event.attributes["toolweave.guardrail.names"]) == ["hide"]
     assert list(event.attributes["toolweave.guardrail.verdicts"]) == ["reject"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_guardrails_run_outside_the_around_tool_call_hooks(mode: str) -> None:
+    from toolweave.policies import after_tool_result, around_tool_call
+
+    seen: list[Any] = []
+
+    @around_tool_call
+    async def double(request: Any, call_tool: Any, ctx: ToolContext) -> ToolExecutionResult:
+        changed = request.model_copy(update={"arguments": '{"to": "Bo", "amount": 2}'})
+        seen.append(("hook", request.arguments))
+        result: ToolExecutionResult = await call_tool(changed)
+        return ToolExecutionResult(text=f"hooked: {result.text}")
+
+    @after_tool_result
+    def after(request: Any, result: ToolExecutionResult, ctx: ToolContext) -> Any:
+        seen.append(("after", result.text))
+        return None
+
+    @input_guardrail
+    def look_in(arguments: dict[str, Any], ctx: ToolContext) -> Allow:
+        seen.append(("in", arguments))
+        return Allow()
+
+    @output_guardrail
+    def look_out(result: ToolExecutionResult, ctx: ToolContext) -> Replace:
+        seen.append(("out", result.text))
+        return Replace(f"checked: {result.text}")
+
+    pay, ran = make_pay()
+    service = ToolService(hooks=[double, after]).tools(tool(pay, guardrails=[look_in, look_out]))
+    model = ScriptedChatModel([ai_calls(call("pay", '{"to": "Ann"}')), AiMessage("ok")])
+    run(mode, service, model)
+    assert [s[0] for s in seen] == ["in", "hook", "out", "after"]
+    assert seen[0] == ("in", {"to": "Ann", "amount": 5})  # before the hook changed them
+    assert ran == [{"to": "Bo", "amount": 2}]
+    assert seen[2] == ("out", "hooked: paid 2 to Bo")  # the hook's result
+    assert seen[3] == ("after", "checked: hooked: paid 2 to Bo")  # then the after hooks
+    assert received(model) == [("id_pay", "checked: hooked: paid 2 to Bo", False)]
