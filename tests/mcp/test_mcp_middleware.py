@@ -8,16 +8,26 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import time
+from collections.abc import Iterator
 from typing import Any
 
 import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from mcp_support import TEST_TIMEOUT
+from mcp_support import SERVERS, TEST_TIMEOUT, ServerProcess, start_server
 
 from toolweave import tool
-from toolweave.mcp import McpServerConfig, build_mcp_server, completion, prompt, resource
+from toolweave.errors import McpError
+from toolweave.mcp import (
+    McpClient,
+    McpServerConfig,
+    build_mcp_server,
+    completion,
+    prompt,
+    resource,
+)
 from toolweave.mcp.middleware import (
     RATE_LIMITED,
     CachingMiddleware,
@@ -302,3 +312,40 @@ async def test_error_masking_can_leave_tool_errors_alone() -> None:
     async with asyncio.timeout(TEST_TIMEOUT), Client(server, mode="legacy") as client:
         result = await client.call_tool("broken", {"password": "pw"})
     assert result.is_error and "database refused password pw" in text(result)
+
+
+@pytest.fixture
+def limited_server() -> Iterator[ServerProcess]:
+    """A served `hello` behind JWT auth, each token allowed two tool calls."""
+    server = start_server([str(SERVERS / "mcp_gateway_server.py"), "none", "auth", "limit"])
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def test_a_rate_limit_per_token_holds_across_sessions(limited_server: ServerProcess) -> None:
+    import jwt
+
+    from servers.mcp_gateway_server import CLIENT_KEY, ISSUER
+
+    url = f"http://127.0.0.1:{limited_server.port}/mcp"
+
+    def as_user(subject: str) -> McpServerConfig:
+        claims = {"iss": ISSUER, "aud": url, "sub": subject, "exp": time.time() + 600}
+        token = jwt.encode(claims, CLIENT_KEY, algorithm="HS256")
+        return McpServerConfig(
+            server_name="limited",
+            params={"url": url},
+            auth_headers={"Authorization": f"Bearer {token}"},
+        )
+
+    async with asyncio.timeout(TEST_TIMEOUT):
+        async with McpClient(as_user("alice")) as alice:
+            for _ in range(2):
+                assert text(await alice.call_tool("hello", {"name": "a"})) == "hi a"
+        async with McpClient(as_user("alice")) as again:  # a new session, the same token
+            with pytest.raises(McpError, match=f"JSON-RPC error {RATE_LIMITED}.*Rate limit"):
+                await again.call_tool("hello", {"name": "a"})
+        async with McpClient(as_user("bob")) as bob:
+            assert text(await bob.call_tool("hello", {"name": "b"})) == "hi b"

@@ -1,9 +1,10 @@
 """A toolweave gateway for the tests: its own tool ``hello`` and the upstream at UPSTREAM_URL
 (streamable HTTP) under the namespace ``up``, reached with the gateway's own token.
 
-Run: ``python mcp_gateway_server.py UPSTREAM_URL [auth] PORT`` (streamable HTTP on
-127.0.0.1). With ``auth`` the gateway is an OAuth resource server: clients need a bearer
-JWT signed with `CLIENT_KEY` (HS256, issuer `ISSUER`, audience the gateway's URL).
+Run: ``python mcp_gateway_server.py UPSTREAM_URL|none [auth] [limit] PORT`` (streamable
+HTTP on 127.0.0.1). With ``auth`` the gateway is an OAuth resource server: clients need a
+bearer JWT signed with `CLIENT_KEY` (HS256, issuer `ISSUER`, audience the gateway's URL).
+With ``limit`` each token may call tools twice (`RateLimitMiddleware`, per hour).
 """
 
 from __future__ import annotations
@@ -37,7 +38,13 @@ if __name__ == "__main__":
             algorithms=["HS256"],
         )
         auth = McpAuth(verifier)
+    middleware = []
+    if "limit" in sys.argv[2:-1]:
+        from toolweave.mcp.middleware import RateLimitMiddleware
+
+        middleware.append(RateLimitMiddleware(2, per=3600, by="token"))
     upstream = McpServerConfig(
         server_name="up", params={"url": url}, auth_headers={"Authorization": GATEWAY_TOKEN}
     )
-    serve_mcp([hello], "streamable-http", port=port, proxy=[upstream], auth=auth)
+    proxy = [upstream] if url != "none" else []
+    serve_mcp([hello], "streamable-http", port=port, proxy=proxy, auth=auth, middleware=middleware)

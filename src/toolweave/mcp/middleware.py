@@ -62,9 +62,11 @@ METHODS = (
 )
 """The request kinds middleware wraps."""
 
-RATE_LIMITED = -32000
-"""The JSON-RPC error code of a request refused by `RateLimitMiddleware` (JSON-RPC's generic
-server error; ``data.retryAfterSeconds`` says when to retry)."""
+RATE_LIMITED = -32029
+"""The JSON-RPC error code of a request refused by `RateLimitMiddleware` (one of the
+implementation-defined server errors JSON-RPC leaves free, -32000 to -32099, and one MCP
+does not use: -32000 is what the SDK's client reads as a closed connection);
+``data.retryAfterSeconds`` says when to retry."""
 
 
 @dataclasses.dataclass(frozen=True)
