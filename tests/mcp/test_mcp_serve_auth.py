@@ -448,6 +448,35 @@ async def test_a_verifier_with_the_sdks_face_is_held_to_this_resource(
         assert challenge(response)["error_description"] == "the token is not valid"
 
 
+async def test_introspection_answers_can_be_cached(auth_server: AuthorizationServer) -> None:
+    from toolweave.mcp import IntrospectionVerifier
+    from toolweave.mcp.auth import InvalidToken
+
+    rs_id, rs_secret = auth_server.add_client()
+    endpoint = f"{auth_server.issuer}/introspect"
+    verifier = IntrospectionVerifier(
+        endpoint, client_id=rs_id, client_secret=rs_secret, cache_seconds=300
+    )
+    token = auth_server.mint(audience="http://127.0.0.1:1/mcp", scope="a b")
+    asked = auth_server.introspections
+    for _ in range(3):
+        found = await verifier.verify(token)
+        assert (found.token, found.scopes) == (token, ["a", "b"])
+    assert auth_server.introspections == asked + 1
+    assert all(entry.token == "" for _, entry in verifier._cache.values())  # no token kept
+    auth_server.revoke(token)
+    await verifier.verify(token)  # the price of the cache: accepted until the entry ends
+    uncached = IntrospectionVerifier(endpoint, client_id=rs_id, client_secret=rs_secret)
+    with pytest.raises(InvalidToken, match="not active"):
+        await uncached.verify(token)
+    expired = auth_server.mint(audience="http://127.0.0.1:1/mcp", expires_in=-600)
+    with pytest.raises(InvalidToken):  # inactive answers are never cached
+        await verifier.verify(expired)
+    with pytest.raises(InvalidToken):
+        await verifier.verify(expired)
+    assert auth_server.introspections == asked + 4
+
+
 async def test_introspection_accepts_an_active_token_and_refuses_a_revoked_one(
     auth_server: AuthorizationServer, tmp_path: Path
 ) -> None:

@@ -22,6 +22,7 @@ Tokens are never logged, echoed or kept beyond the request.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import math
@@ -365,7 +366,12 @@ class IntrospectionVerifier:
     """Verifies opaque tokens by asking the authorization server (RFC 7662 token
     introspection at `endpoint`, authenticated as `client_id` / `client_secret` with HTTP
     Basic): the token must be ``active``, unexpired and, when given, name one of `audience`
-    in ``aud`` and `issuer` in ``iss``."""
+    in ``aud`` and `issuer` in ``iss``.
+
+    `cache_seconds` (0: off) keeps an active token's answer that long (never past its
+    ``exp``), keyed by the token's SHA-256, for at most `cache_size` tokens: fewer round
+    trips, but a revoked token is accepted until its entry ends.
+    """
 
     def __init__(
         self,
@@ -377,8 +383,13 @@ class IntrospectionVerifier:
         issuer: str | None = None,
         timeout: float = 10.0,
         http_client: httpx2.AsyncClient | None = None,
+        cache_seconds: float = 0.0,
+        cache_size: int = 10_000,
     ) -> None:
         self.endpoint = endpoint
+        self.cache_seconds = cache_seconds
+        self.cache_size = cache_size
+        self._cache: dict[str, tuple[float, AccessToken]] = {}
         self.client_id = client_id
         self._secret = client_secret
         self.audience = _audiences(audience) if audience is not None else None
@@ -391,6 +402,24 @@ class IntrospectionVerifier:
 
     async def verify(self, token: str) -> AccessToken:
         """The token's `AccessToken`, or `InvalidToken`."""
+        if self.cache_seconds <= 0:
+            return await self._introspect(token)
+        key = hashlib.sha256(token.encode()).hexdigest()
+        now = time.monotonic()
+        hit = self._cache.get(key)
+        if hit is not None and hit[0] > now and not _expired(hit[1]):
+            return hit[1].model_copy(update={"token": token})
+        self._cache.pop(key, None)
+        found = await self._introspect(token)
+        if len(self._cache) >= self.cache_size:
+            self._cache = {k: v for k, v in self._cache.items() if v[0] > now}
+            while len(self._cache) >= self.cache_size:  # still full: drop the oldest
+                self._cache.pop(next(iter(self._cache)))
+        # kept without the token itself
+        self._cache[key] = (now + self.cache_seconds, found.model_copy(update={"token": ""}))
+        return found
+
+    async def _introspect(self, token: str) -> AccessToken:
         auth: Any = (self.client_id, self._secret or "") if self.client_id is not None else None
         data = {"token": token, "token_type_hint": "access_token"}
         try:
@@ -426,6 +455,10 @@ class IntrospectionVerifier:
             return await self.verify(token)
         except (InvalidToken, VerifierUnavailable):
             return None
+
+
+def _expired(token: AccessToken) -> bool:
+    return token.expires_at is not None and token.expires_at < time.time()
 
 
 def _scope_list(value: Any) -> tuple[str, ...]:
