@@ -767,3 +767,39 @@ def test_guardrails_run_outside_the_around_tool_call_hooks(mode: str) -> None:
     assert seen[2] == ("out", "hooked: paid 2 to Bo")  # the hook's result
     assert seen[3] == ("after", "checked: hooked: paid 2 to Bo")  # then the after hooks
     assert received(model) == [("id_pay", "checked: hooked: paid 2 to Bo", False)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_tool_that_pauses_itself_is_guarded_when_it_runs_again(mode: str) -> None:
+    from toolweave import NeedsApproval
+
+    asked: list[str] = []
+
+    @input_guardrail
+    def look_in(arguments: dict[str, Any], ctx: ToolContext) -> Allow:
+        asked.append("in")
+        return Allow()
+
+    @output_guardrail
+    def shout(result: ToolExecutionResult, ctx: ToolContext) -> Replace:
+        asked.append("out")
+        return Replace(result.text.upper())
+
+    @tool(guardrails=[look_in, shout])
+    def transfer(to: str, amount: int, ctx: ToolContext) -> str:
+        """Transfer money."""
+        if ctx.approval is None:
+            raise NeedsApproval("above the limit")
+        return f"sent {amount} to {to}"
+
+    service = ToolService().tools(transfer)
+    model = ScriptedChatModel(
+        [ai_calls(call("transfer", '{"to": "Eve", "amount": 500}', "t")), AiMessage("Sent.")]
+    )
+    paused = run(mode, service, model)
+    assert paused.status is ChatStatus.PENDING and [p.id for p in paused.pending] == ["t"]
+    assert asked == ["in"]  # the pause is not a result: the output guardrail waits
+    done = run(mode, service, model, paused.state, decisions={"t": Approve()})
+    assert done.text == "Sent."
+    assert asked == ["in", "in", "out"]  # checked again when it ran again
+    assert received(model) == [("t", "SENT 500 TO EVE", False)]

@@ -41,6 +41,7 @@ from ..tools.guardrails import (
     Replace,
     Verdict,
 )
+from ..tools.pause import ToolPause
 
 __all__ = [
     "DECISIONS_ATTRIBUTE",
@@ -222,6 +223,8 @@ async def _guarded(
                     reason = f"its replacement arguments are not valid: {e.message}"
                     return _halt(g, "input", reason, decisions, e)
     result = await execute(call)
+    if _paused(result):  # no result yet: the output guardrails see the one it runs again to
+        return _with_decisions(result, decisions)  # type: ignore[no-any-return]
     for g in guardrails:
         if g.stage != "output":
             continue
@@ -268,6 +271,15 @@ class GuardedExecutor:
             self.guardrails, self.entry, request, memory_id, context, injected
         )
         return result
+
+
+def _paused(result: ToolExecutionResult) -> bool:
+    """Whether the tool paused itself (`NeedsApproval`, `CallDeferred`; its executor made
+    the raise an error result)."""
+    if not result.is_error or result.error is None:
+        return False
+    error = result.error
+    return isinstance(error, ToolPause) or isinstance(getattr(error, "cause", None), ToolPause)
 
 
 def halted_error(call: ToolExecutionRequest, halt: Mapping[str, Any]) -> GuardrailHalted:
