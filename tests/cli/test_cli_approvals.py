@@ -50,3 +50,21 @@ def test_without_a_terminal_answer_nothing_runs() -> None:
     answer = re.search(r"RESULTS: (.*)", ANSI.sub("", done.stdout))
     assert answer is not None
     assert answer.group(1).count("No decision was given") == 3
+
+
+def test_chat_always_answers_the_tools_later_calls() -> None:
+    """`a` (always) approves the call and the same tool's other calls without asking."""
+    child = in_terminal("chat", "--tools", TOOLS, "--provider", f"{TOOLS}:paying_model")
+    child.expect_exact("user>")
+    child.sendline("pay my friends")
+    child.expect(r"approval needed.*pay\(.*Ann.*10")
+    child.expect_exact("[e]dit arguments:")
+    child.sendline("a")
+    child.expect(r"RESULTS: (.*)\r?\n")
+    results = ANSI.sub("", child.match.group(1)).strip()
+    assert results == "paid 10 to Ann | paid 99 to Bob | paid 5 to Eve"
+    shown = ANSI.sub("", child.before or "")
+    assert "approved (always) pay" in shown and shown.count("approval needed") == 0
+    child.expect_exact("user>")
+    child.sendline("")
+    child.expect(pexpect.EOF)
