@@ -45,8 +45,9 @@ class Served:
         tmp: Path,
         env: dict[str, str] | None = None,
         script: str | None = None,
+        port: int | None = None,
     ) -> None:
-        self.port = free_port()
+        self.port = port or free_port()
         where = "/sse" if script == "sse" else "/mcp"
         self.url = f"http://127.0.0.1:{self.port}{where}"
         self.metadata_url = (
@@ -623,6 +624,67 @@ def test_the_typescript_sdk_client_does_the_oauth_flow_and_steps_up(tmp_path: Pa
         assert asked["resource"] == served.url  # RFC 8707
         assert asked["code_challenge_method"] == "S256"
     assert "Bearer" not in log
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        pytest.param(["--auth", "jwt", "--auth-issuer", "http://a"], "over stdio", id="stdio"),
+        pytest.param(
+            [
+                "--transport",
+                "http",
+                "--host",
+                "0.0.0.0",
+                "--auth",
+                "jwt",
+                "--auth-issuer",
+                "http://a",
+            ],
+            "--auth needs --auth-resource",
+            id="public-bind-without-resource",
+        ),
+        pytest.param(
+            ["--transport", "http", "--auth", "jwt"], "needs --auth-issuer", id="no-issuer"
+        ),
+        pytest.param(
+            ["--transport", "http", "--auth", "introspection", "--auth-issuer", "http://a"],
+            "needs --auth-introspection-url",
+            id="no-introspection-url",
+        ),
+        pytest.param(["--transport", "http", "--auth", "nope"], "MODULE:OBJECT", id="unknown"),
+    ],
+)
+def test_the_cli_refuses_an_auth_it_cannot_serve(args: list[str], why: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "toolweave", "mcp", "serve", TOOLS, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 1
+    assert why in done.stderr
+
+
+async def test_the_cli_serves_an_mcp_auth_object_from_a_module(
+    auth_server: AuthorizationServer, tmp_path: Path
+) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    env = {
+        "AUTH_ISSUER": auth_server.issuer,
+        "AUTH_PUBLIC_KEY": auth_server.public_pem(),
+        "AUTH_RESOURCE": url,
+    }
+    served = Served("--auth", f"{TOOLS}:auth", tmp=tmp_path, env=env, port=port)
+    try:
+        assert (await post(served, auth_server.mint(audience=url))).status_code == 403  # no mcp
+        token = auth_server.mint(audience=url, scope="mcp", subject="frank")
+        async with asyncio.timeout(TEST_TIMEOUT), McpClient(config(served, token)) as client:
+            assert json.loads(text(await client.call_tool("whoami", {})))["subject"] == "frank"
+    finally:
+        served.stop()
 
 
 def test_a_tool_called_without_auth_has_no_identity() -> None:

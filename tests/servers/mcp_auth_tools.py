@@ -8,7 +8,8 @@ needs the ``files:write`` scope (declared on its card), the ``plans://`` resourc
 Run as a script (``python mcp_auth_tools.py streamable-http|sse PORT``) it serves them with
 ``serve_mcp(auth=McpAuth(...))``: a static public key (PEM in ``AUTH_PUBLIC_KEY``, issuer
 ``AUTH_ISSUER``), the ``mcp`` scope needed for everything, ``files`` implying
-``files:read`` and ``files:write``.
+``files:read`` and ``files:write``. With ``AUTH_RESOURCE`` set too, `auth` is such an
+`McpAuth`, for ``toolweave mcp serve mcp_auth_tools.py --auth mcp_auth_tools.py:auth``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import os
 import sys
 
 from toolweave import ToolContext, tool
-from toolweave.mcp import prompt, resource
+from toolweave.mcp import JwtVerifier, McpAuth, prompt, resource
 
 
 def _who(ctx: ToolContext) -> str:
@@ -67,19 +68,27 @@ def review(code: str) -> str:
     return f"Review this: {code}"
 
 
-if __name__ == "__main__":
-    from toolweave.mcp import JwtVerifier, McpAuth, serve_mcp
-
-    transport, port = sys.argv[1], int(sys.argv[2])
-    resource = f"http://127.0.0.1:{port}/{'mcp' if transport == 'streamable-http' else 'sse'}"
+def static_key_auth(resource: str) -> McpAuth:
+    """Tokens signed with the key in AUTH_PUBLIC_KEY, for `resource`."""
     verifier = JwtVerifier(
         issuer=os.environ["AUTH_ISSUER"], audience=resource, key=os.environ["AUTH_PUBLIC_KEY"]
     )
-    auth = McpAuth(
+    return McpAuth(
         verifier,
+        resource=resource,
         required_scopes=["mcp"],
         implied_scopes={"files": ["files:read", "files:write"]},
     )
+
+
+auth = static_key_auth(os.environ["AUTH_RESOURCE"]) if "AUTH_RESOURCE" in os.environ else None
+
+if __name__ == "__main__":
+    from toolweave.mcp import serve_mcp
+
+    transport, port = sys.argv[1], int(sys.argv[2])
+    where = "mcp" if transport == "streamable-http" else "sse"
+    auth = static_key_auth(f"http://127.0.0.1:{port}/{where}")
     serve_mcp(
         [whoami, whoami_sync, delete_file],
         transport,  # type: ignore[arg-type]
