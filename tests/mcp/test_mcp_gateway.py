@@ -155,6 +155,20 @@ async def test_resources_keep_their_uris_and_prompts_are_namespaced(
         assert got.messages[0].content.text == "Review this: x = 1"  # type: ignore[union-attr]
 
 
+async def test_completions_reach_the_upstream_serving_the_prompt_or_template(
+    upstream_stdio: McpServerConfig,
+) -> None:
+    async with gateway(upstream_stdio) as client:
+        prompt = types.PromptReference(type="ref/prompt", name="up_review")
+        done = await client.complete(prompt, {"name": "code", "value": "pr"})
+        assert done.completion.values == ["print(1)"]
+        template = types.ResourceTemplateReference(type="ref/resource", uri="memo://notes/{name}")
+        done = await client.complete(template, {"name": "name", "value": "b"})
+        assert done.completion.values == ["beta"]
+        unknown = types.PromptReference(type="ref/prompt", name="nothing")
+        assert (await client.complete(unknown, {"name": "x", "value": ""})).completion.values == []
+
+
 async def test_the_upstreams_list_changed_reaches_the_client_with_the_new_list(
     upstream: McpServerConfig,
 ) -> None:

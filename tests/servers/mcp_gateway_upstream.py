@@ -144,6 +144,18 @@ def review(code: str) -> str:
     return f"Review this: {code}"
 
 
+@server.completion()
+async def complete(ref: object, argument: types.CompletionArgument, context: object) -> object:
+    """The review prompt's code and the notes template's name complete from fixed lists."""
+    if isinstance(ref, types.PromptReference) and ref.name == "review":
+        options = ["print(1)", "pass"]
+    elif isinstance(ref, types.ResourceTemplateReference):
+        options = ["alpha", "beta"]
+    else:
+        options = []
+    return types.Completion(values=[o for o in options if o.startswith(argument.value)])
+
+
 if __name__ == "__main__":
     transport = sys.argv[1] if len(sys.argv) > 1 else "stdio"
     if transport == "stdio":

@@ -1280,6 +1280,20 @@ class McpClient:
             self._core.request("prompts/get", lambda c: c.get_prompt(name, arguments))
         )
 
+    async def complete(
+        self,
+        ref: mcp_types.PromptReference | mcp_types.ResourceTemplateReference,
+        argument: dict[str, str],
+        context_arguments: dict[str, str] | None = None,
+    ) -> mcp_types.CompleteResult:
+        """Completions the server offers for a prompt's or resource template's argument
+        (``argument``: ``{"name": ..., "value": ...}``)."""
+        return await self._core.run(
+            self._core.request(
+                "completion/complete", lambda c: c.complete(ref, argument, context_arguments)
+            )
+        )
+
     async def close(self) -> None:
         """Disconnect (stdio: close the server's stdin, then terminate it). Idempotent."""
         await self._core.close()

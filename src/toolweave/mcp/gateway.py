@@ -395,6 +395,7 @@ class McpGateway:
                 "resources/read",
                 "prompts/list",
                 "prompts/get",
+                "completion/complete",
             )
         }
 
@@ -421,6 +422,9 @@ class McpGateway:
         )
         server.add_request_handler(
             "prompts/get", mcp_types.GetPromptRequestParams, router.get_prompt
+        )
+        server.add_request_handler(
+            "completion/complete", mcp_types.CompleteRequestParams, router.complete
         )
         if server.get_request_handler("resources/subscribe") is None:
             server.add_request_handler(
@@ -708,6 +712,42 @@ class _Router:
 
     async def subscribe(self, ctx: Any, params: Any) -> mcp_types.EmptyResult:
         return mcp_types.EmptyResult()
+
+    # completions -------------------------------------------------------------------------
+    async def complete(
+        self, ctx: Any, params: mcp_types.CompleteRequestParams
+    ) -> mcp_types.CompleteResult:
+        """A prompt's argument completes at the upstream serving it (under its own name), a
+        template's at the upstream that lists it; anything else at the server itself."""
+        self.gateway.seen(ctx)
+        ref = params.ref
+        argument = {"name": params.argument.name, "value": params.argument.value}
+        context = dict(params.context.arguments or {}) if params.context else None
+        route: tuple[_Upstream, Any] | None = None
+        if isinstance(ref, mcp_types.PromptReference):
+            for up in self.upstreams:
+                listed = await self._each("prompts/list", up, up.list_prompts())
+                if listed and ref.name in listed:
+                    route = up, ref.model_copy(update={"name": listed[ref.name][0]})
+                    break
+        else:
+            for up in self.upstreams:
+                templates = await self._each("resources/templates/list", up, up.list_templates())
+                if any(t.uri_template == ref.uri for t in templates or []):
+                    route = up, ref
+                    break
+        if route is None:
+            own = await self._local("completion/complete", ctx, params)
+            if own is not None:
+                result: mcp_types.CompleteResult = own
+                return result
+            return mcp_types.CompleteResult(completion=mcp_types.Completion(values=[]))
+        up, upstream_ref = route
+        await up.ensure()
+        done: mcp_types.CompleteResult = await self._upstream(
+            up, "completion/complete", up.client.complete(upstream_ref, argument, context)
+        )
+        return done
 
 
 async def _raise(error: BaseException) -> Any:
