@@ -259,3 +259,38 @@ def test_ctx_approval_is_none_outside_a_resumed_call() -> None:
     first = service.chat(model, None, "hi")
     done = service.chat(model, None, first.state, decisions={"p": Approve()})
     assert done.status is ChatStatus.COMPLETED and seen == [None]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_gated_call_whose_tool_then_pauses_itself_is_asked_again_once(mode: str) -> None:
+    """Approved at its gate (with edited arguments), the tool pauses itself on its run: the
+    call waits again (ask 1, the model's own arguments in the state, which stays valid and
+    signed), and the second approval runs it once."""
+    ran: list[tuple[int, Any]] = []
+
+    @tool(requires_approval=True)
+    def big_pay(amount: int, ctx: ToolContext) -> str:
+        """Pay (gated, and it asks again for large amounts)."""
+        ran.append((amount, ctx.approval))
+        if amount > 100 and ctx.approval is None:
+            raise NeedsApproval("really large")
+        return f"paid {amount}"
+
+    service = ToolService().tools(big_pay)
+    model = _model(ai_calls(call("big_pay", '{"amount": 50}', id="b")))
+    first = run(mode, service, model)
+    assert [(p.raised, p.ask) for p in first.pending] == [(False, 0)]
+    edited = Approve({"amount": 500})
+    second = run(mode, service, model, _signed(first.state), decisions={"b": edited})
+    assert [(p.id, p.raised, p.ask, p.message) for p in second.pending] == [
+        ("b", True, 1, "really large")
+    ]
+    assert second.pending[0].arguments == '{"amount": 50}'  # the model's call, unchanged
+    with pytest.raises(CallAlreadyDecidedError):  # the gate's decision was the first one
+        run(mode, service, model, first.state, decisions={"b": Approve()})
+    third = run(mode, service, model, _signed(second.state), decisions={"b": edited})
+    assert third.status is ChatStatus.COMPLETED
+    assert ran == [(500, None), (500, edited)]
+    with pytest.raises(CallAlreadyDecidedError):
+        run(mode, service, model, second.state, decisions={"b": edited})
+    assert len(ran) == 2

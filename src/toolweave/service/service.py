@@ -1695,7 +1695,7 @@ class ToolService:
                 run.explicit.add(call.id)
                 if call.raised:
                     run.approvals[call.id] = decision
-                    asked[call.id] = call
+                asked[call.id] = call
                 approved.append(request)
                 continue
             if refusal is not None and refusal[0] == "deny":
@@ -1724,11 +1724,10 @@ class ToolService:
             self._record(run, approved, outcomes)
             for request, outcome in zip(approved, outcomes, strict=True):
                 run.approvals.pop(request.id, None)
-                if outcome.paused is not None:
-                    before = asked.get(request.id)
-                    again = _pending(request, outcome.paused)
-                    ask = before.ask + 1 if before is not None else 0
-                    waiting.append(again.model_copy(update={"ask": ask}))
+                if outcome.paused is not None:  # it paused (again): asked once more
+                    before = asked[request.id]
+                    again = _pending(before.request, outcome.paused)  # as the model made it
+                    waiting.append(again.model_copy(update={"ask": before.ask + 1}))
             abort = next((o.abort for o in outcomes if o.abort is not None), None)
             if abort is not None:
                 raise abort
