@@ -699,6 +699,74 @@ def test_a_tool_called_without_auth_has_no_identity() -> None:
 # --- logs ----------------------------------------------------------------------------------------
 
 
+async def test_no_log_record_holds_a_token_at_debug(
+    auth_server: AuthorizationServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every path (accepted, expired, another audience, a missing scope, introspection
+    active and inactive, an unreachable JWKS) with every logger at DEBUG: no record's
+    message, arguments or traceback holds the token."""
+    import logging
+
+    from toolweave.mcp import IntrospectionVerifier, JwtVerifier, McpAuth
+
+    sys.path.insert(0, str(SERVERS))
+    try:
+        import mcp_auth_tools
+    finally:
+        sys.path.remove(str(SERVERS))
+    here = "http://127.0.0.1:1/mcp"
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:  # the MCP app's stand-in
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"served"})
+
+    rs_id, rs_secret = auth_server.add_client()
+    verifiers = [
+        JwtVerifier(
+            issuer=auth_server.issuer, audience=here, jwks_url=f"{auth_server.issuer}/jwks"
+        ),
+        IntrospectionVerifier(
+            f"{auth_server.issuer}/introspect",
+            client_id=rs_id,
+            client_secret=rs_secret,
+            audience=here,
+        ),
+        JwtVerifier(
+            issuer=auth_server.issuer,
+            audience=here,
+            jwks_url=f"http://127.0.0.1:{free_port()}/jwks",
+        ),
+    ]
+    tokens = [
+        auth_server.mint(audience=here, scope="files:read"),
+        auth_server.mint(audience=here, expires_in=-600),
+        auth_server.mint(audience="http://127.0.0.1:2/other"),
+    ]
+    revoked = auth_server.mint(audience=here)
+    auth_server.revoke(revoked)
+    tokens.append(revoked)
+    caplog.set_level(logging.DEBUG)
+    statuses = set()
+    for verifier in verifiers:
+        auth = McpAuth(verifier, resource=here, authorization_servers=[auth_server.issuer])
+        protected = auth.protect(app, tools=[mcp_auth_tools.delete_file])
+        async with httpx2.AsyncClient(transport=httpx2.ASGITransport(protected)) as http:
+            for token in tokens:
+                headers = {"Authorization": f"Bearer {token}"}
+                for body in (INIT, call("delete_file", {"name": "x"})):
+                    response = await http.post(here, json=body, headers=headers)
+                    statuses.add(response.status_code)
+                    assert token not in response.text
+    assert statuses == {200, 401, 403, 503}  # every path was taken
+    assert caplog.records, "nothing was logged: the check would prove nothing"
+    for record in caplog.records:
+        seen = record.getMessage() + repr(record.args) + (record.exc_text or "")
+        for token in tokens:
+            assert token not in seen
+            assert token.split(".")[2] not in seen
+    assert all(rs_secret not in r.getMessage() + repr(r.args) for r in caplog.records)
+
+
 def test_tokens_never_reach_the_server_log(
     auth_server: AuthorizationServer, tmp_path: Path
 ) -> None:
