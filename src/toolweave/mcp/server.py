@@ -56,6 +56,7 @@ from ..execution.content import (
 from ..execution.executor import DefaultToolExecutor, error_text
 from ..execution.requests import ToolExecutionRequest
 from ..execution.results import ToolExecutionResult
+from ..service.guardrails import with_card_guardrails
 from ..tools.approval import needs_approval, validated_arguments
 from ..tools.base import Tool
 from ..tools.pause import ToolPause
@@ -745,7 +746,7 @@ def build_mcp_server(
         by_name[t.card.name] = t
     outputs = {n: _Output(t) for n, t in by_name.items()}
     listing = [_mcp_tool(t, outputs[n]) for n, t in by_name.items()]
-    executors = {n: DefaultToolExecutor(t) for n, t in by_name.items()}
+    executors = {n: with_card_guardrails(t, DefaultToolExecutor(t)) for n, t in by_name.items()}
     served = _Features(features)
 
     async def list_tools(ctx: Any, params: Any) -> mcp_types.ListToolsResult:

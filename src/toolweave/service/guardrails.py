@@ -31,6 +31,7 @@ from ..execution.content import TextContent
 from ..execution.executor import to_result
 from ..execution.requests import ToolExecutionRequest
 from ..execution.results import ToolExecutionResult
+from ..tools.approval import validated_arguments
 from ..tools.guardrails import (
     Allow,
     Guardrail,
@@ -54,6 +55,7 @@ __all__ = [
     "prompt_injection_check",
     "redact_secrets",
     "run_guarded",
+    "with_card_guardrails",
 ]
 
 logger = logging.getLogger("toolweave.guardrails")
@@ -84,7 +86,7 @@ def _halt(
     name = g.name if g is not None else "guardrails"
     decisions.append({"guardrail": name, "stage": stage, "verdict": "halt"})
     return ToolExecutionResult(
-        text=f"This call was stopped by the guardrail {name!r}; the conversation ended.",
+        text=f"This call was stopped by the guardrail {name!r}.",
         is_error=True,
         attributes={
             HALT_ATTRIBUTE: {"guardrail": name, "stage": stage, "reason": reason},
@@ -271,6 +273,40 @@ class GuardedExecutor:
             self.guardrails, self.entry, request, memory_id, context, injected
         )
         return result
+
+
+class _CardGuarded:
+    """A tool's executor with the guardrails of its card around each call (outside a
+    `ToolService`); `inner` is the executor."""
+
+    __slots__ = ("inner", "tool")
+
+    def __init__(self, tool: Any, inner: Any) -> None:
+        self.tool = tool
+        self.inner = inner
+
+    async def aexecute_with_result(
+        self, request: ToolExecutionRequest, memory_id: Any = None, **kwargs: Any
+    ) -> ToolExecutionResult:
+        tool, inner = self.tool, self.inner
+
+        async def prepare(given: ToolExecutionRequest) -> dict[str, Any]:
+            return await validated_arguments(tool, given)
+
+        async def execute(given: ToolExecutionRequest) -> ToolExecutionResult:
+            out: ToolExecutionResult = await inner.aexecute_with_result(given, memory_id, **kwargs)
+            return out
+
+        ctx = ToolContext(tool.card.name, request.id, memory_id)
+        return await run_guarded(tool.card.guardrails, request, ctx, prepare, execute)
+
+
+def with_card_guardrails(tool: Any, executor: Any) -> Any:
+    """`executor` (running `tool`, a `Tool`) with the guardrails of the tool's card around
+    each call, for code that runs tools outside a `ToolService` (`toolweave mcp serve`):
+    there is no conversation to end, so a `Halt` is an error result like a `Reject`.
+    `executor` itself when the card has none."""
+    return _CardGuarded(tool, executor) if tool.card.guardrails else executor
 
 
 def _paused(result: ToolExecutionResult) -> bool:
