@@ -562,3 +562,36 @@ async def test_a_2026_client_hears_of_changes_on_its_listen_stream(
         assert isinstance(event, ToolsListChanged)
         after = {t.name for t in (await client.list_tools()).tools}
         assert after == before | {"up_modern"}
+
+
+@pytest.fixture
+def sse_gateway() -> Iterator[int]:
+    """`toolweave mcp serve --transport sse --proxy up=...` (stdio upstream) on a free port."""
+    port = free_port()
+    toolweave = Path(sys.executable).parent / "toolweave"
+    argv = [str(toolweave), "mcp", "serve", "--transport", "sse", "--port", str(port)]
+    argv += ["--proxy", f"up={sys.executable} {UPSTREAM}"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, proc)
+        yield port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(15)
+
+
+async def test_over_sse_a_later_connection_gets_the_upstreams_again(sse_gateway: int) -> None:
+    """Each SSE connection is a server run of its own: the upstreams start with the first
+    and stop with the last, and a later connection starts them again."""
+    config = McpServerConfig(
+        server_name="gw",
+        client_type="sse",
+        params={"url": f"http://127.0.0.1:{sse_gateway}/sse"},
+    )
+    for _ in range(2):
+        async with asyncio.timeout(TEST_TIMEOUT), McpClient(config) as client:
+            assert text(await client.call_tool("up_add", {"a": 1, "b": 1})) == "2"

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.subscriptions import (
@@ -468,9 +469,17 @@ class McpGateway:
                 finally:
                     self._users -= 1
                     if not self._users:
-                        await self.aclose()
-                        for up in self.upstreams:  # closed clients cannot reconnect
+                        # Fresh clients first (a closed one cannot reconnect, and the next
+                        # run starts them), then the old ones closed: shielded, since an
+                        # SSE connection's run ends cancelled.
+                        old = [up.client for up in self.upstreams]
+                        for up in self.upstreams:
                             up.client = _reopened(up)
+                            up.tools = up.prompts = up.resources = up.templates = None
+                        with anyio.CancelScope(shield=True), anyio.move_on_after(30):
+                            for client in old:
+                                with contextlib.suppress(Exception):
+                                    await client.close()
 
         server.lifespan = lifespan
         return server
