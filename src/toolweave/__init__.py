@@ -102,6 +102,13 @@ if TYPE_CHECKING:  # the names below are imported on first use (see __getattr__)
     )
     from .service.approvals import StandingDecision
     from .service.guardrails import detect_prompt_injection, prompt_injection_check, redact_secrets
+    from .service.output_limits import (
+        ClearToolResults,
+        DirectoryResultStore,
+        MemoryResultStore,
+        ResultStore,
+        StoredResult,
+    )
     from .service.subagent import ConversationTool, NestedEvent, NestedPendingCall
     from .tools import (
         LocalFunction,
@@ -124,6 +131,7 @@ if TYPE_CHECKING:  # the names below are imported on first use (see __getattr__)
         output_guardrail,
     )
     from .tools.pause import CallDeferred, NeedsApproval
+    from .tools.retry import ModelRetry, Retry
     from .toolsets import FunctionToolset, GuardedToolset, StepContext, Toolset
 
 __version__ = "0.1.0"
@@ -147,6 +155,7 @@ _EXPORTS: dict[str, str] = {
     "ChatRequestParameters": "chat",
     "ChatResponse": "chat",
     "ChatStatus": "service",
+    "ClearToolResults": "service.output_limits",
     "CompleteToolCall": "chat",
     "ContentPart": "execution",
     "ConversationState": "service",
@@ -154,6 +163,7 @@ _EXPORTS: dict[str, str] = {
     "DefaultToolExecutor": "execution",
     "DeferredResult": "service",
     "Deny": "service",
+    "DirectoryResultStore": "service.output_limits",
     "EmbeddedResource": "execution",
     "ErrorCode": "errors",
     "FileContent": "execution",
@@ -174,7 +184,9 @@ _EXPORTS: dict[str, str] = {
     "KeywordToolSearch": "service",
     "LocalFunction": "tools",
     "McpError": "errors",
+    "MemoryResultStore": "service.output_limits",
     "MissingApiKeyError": "errors",
+    "ModelRetry": "tools.retry",
     "NeedsApproval": "tools.pause",
     "NestedEvent": "service.subagent",
     "NestedPendingCall": "service.subagent",
@@ -192,12 +204,15 @@ _EXPORTS: dict[str, str] = {
     "ResourceLink": "execution",
     "ResponseCompleted": "chat",
     "RestfulApiError": "errors",
+    "ResultStore": "service.output_limits",
+    "Retry": "tools.retry",
     "ReturnBehavior": "tools",
     "RunUsage": "policies",
     "SchemaError": "errors",
     "ScriptedChatModel": "chat",
     "StandingDecision": "service.approvals",
     "StepContext": "toolsets",
+    "StoredResult": "service.output_limits",
     "StreamEvent": "chat",
     "StructuredOutputError": "errors",
     "SystemMessage": "chat",
@@ -289,6 +304,7 @@ __all__ = [
     "ChatRequestParameters",
     "ChatResponse",
     "ChatStatus",
+    "ClearToolResults",
     "CompleteToolCall",
     "ContentPart",
     "ConversationState",
@@ -296,6 +312,7 @@ __all__ = [
     "DefaultToolExecutor",
     "DeferredResult",
     "Deny",
+    "DirectoryResultStore",
     "EmbeddedResource",
     "ErrorCode",
     "FileContent",
@@ -316,7 +333,9 @@ __all__ = [
     "KeywordToolSearch",
     "LocalFunction",
     "McpError",
+    "MemoryResultStore",
     "MissingApiKeyError",
+    "ModelRetry",
     "NeedsApproval",
     "NestedEvent",
     "NestedPendingCall",
@@ -333,12 +352,15 @@ __all__ = [
     "ResourceLink",
     "ResponseCompleted",
     "RestfulApiError",
+    "ResultStore",
+    "Retry",
     "ReturnBehavior",
     "RunUsage",
     "SchemaError",
     "ScriptedChatModel",
     "StandingDecision",
     "StepContext",
+    "StoredResult",
     "StreamEvent",
     "StructuredOutputError",
     "SystemMessage",

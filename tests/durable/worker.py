@@ -20,7 +20,7 @@ from pathlib import Path
 
 from dbos import DBOS
 
-from toolweave import AiMessage, ScriptedChatModel, tool
+from toolweave import AiMessage, Retry, ScriptedChatModel, tool
 from toolweave.chat.request import ChatRequest
 from toolweave.context import ToolContext
 from toolweave.durable import DurableToolService, QueueSpec, UnknownOutcome, launch, shutdown
@@ -100,6 +100,19 @@ def crunch(tag: str, n: int, rounds: int) -> str:
     return digest.hex()[:16]
 
 
+@tool(idempotent=True, retry=Retry(attempts=4, backoff=0.01, max_delay=0.02, on=(ConnectionError,)))
+def fetch(tag: str, key: str) -> str:
+    """Fetch a key from a flaky service: its first two attempts (across every worker) fail
+    with a connection error."""
+    attempt = sum(
+        1 for line in Path(_args.log).read_text().splitlines() if line.startswith(f"fetch {tag} ")
+    )
+    log(f"fetch {tag} {key} {attempt + 1}")
+    if attempt < 2:
+        raise ConnectionError(f"connection reset (attempt {attempt + 1})")
+    return f"fetched {key} on attempt {attempt + 1}"
+
+
 def _call(name: str, cid: str, **args: object) -> ToolExecutionRequest:
     import json
 
@@ -115,6 +128,13 @@ def script(request: ChatRequest) -> AiMessage:
     turn = sum(1 for m in request.messages if m.type == "ai")
     log(f"model {tag} {turn}")
     maybe_hang(f"model:{turn}")
+    if tag.startswith("flaky-"):  # one call retried on transient failures, then two turns
+        if turn == 0:
+            return AiMessage(tool_execution_requests=[_call("fetch", "f0", tag=tag, key="k")])
+        if turn == 1:
+            return AiMessage(tool_execution_requests=[_call("lookup", "f1", tag=tag, key="z")])
+        results = [m.text for m in request.messages if m.type == "tool_result"]  # type: ignore[union-attr]
+        return AiMessage(f"{tag} finished: " + " | ".join(results))
     if tag.startswith("nest-"):  # the helper (a conversation as a tool) pays, once approved
         if turn == 0:
             return AiMessage(tool_execution_requests=[_call("helper", "h1", task=f"inner-{tag}")])
@@ -218,6 +238,12 @@ def build(tool_queue: bool) -> None:
     DurableToolService(
         "nest", model=ScriptedChatModel(script), tool_queue=tq, conversation_queue=cq
     ).tools(helper)
+    DurableToolService(
+        "flaky",
+        model=ScriptedChatModel(script),
+        tool_queue=tq,
+        conversation_queue=cq,
+    ).tools(fetch, lookup)
     DurableToolService(
         "bank",
         model=ScriptedChatModel(script),

@@ -986,12 +986,20 @@ class DurableToolService(ToolService):
 
         return await body_step(f"tool:{call.name}", body)
 
+    def _retry_policy(self, entry: Any) -> Any:
+        # in a durable conversation the call's step retries, and records only the outcome
+        return None if _STATE.get() is not None else super()._retry_policy(entry)
+
     async def _execute_raw(self, call: ToolExecutionRequest, ctx: _CallContext) -> dict[str, Any]:
         entry = self._functions.entry(call.name, ctx.entries)
         if entry is None:
             return {"kind": "exception", "message": f"no tool named {call.name!r} in this worker"}
         executor = entry.executor
         inner = executor.inner if isinstance(executor, _DurableExecutor) else executor
+        if entry.card.retry is not None:  # transient failures are retried inside the step
+            from ..service.service import _RetryingExecutor
+
+            inner = _RetryingExecutor(inner, entry.card.retry, call.name)
         hooks = self._policies.tool_hooks if self._policies is not None else ()
         if hooks:  # the service's around-tool-call hooks, inside the call's step
             tool_ctx = ToolContext(call.name, call.id, ctx.memory_id, ctx.context, self.callbacks)

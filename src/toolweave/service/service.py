@@ -99,6 +99,7 @@ from ..tools.card import ReturnBehavior, ToolCard
 from ..tools.guardrails import Guardrail, check_guardrails
 from ..tools.local_function import LocalFunction
 from ..tools.pause import ToolPause
+from ..tools.retry import ModelRetry, Retry
 from ..tools.source import ToolSource
 from ..toolsets.abstract import UNKNOWN, Toolset, ToolsetTool
 from ..toolsets.function import FunctionToolset, Options
@@ -132,6 +133,18 @@ from .handlers import (
     answer_hallucinated,
     default_arguments_error_handler,
     default_execution_error_handler,
+)
+from .output_limits import (
+    READ_RESULT_CARD,
+    READ_RESULT_TOOL,
+    Cap,
+    ResultStore,
+    TokenCounter,
+    as_store,
+    check_cap,
+    cut,
+    page_text,
+    stored_ids,
 )
 from .result import (
     ChatCompleted,
@@ -282,6 +295,10 @@ class _Run:
     offering: Offering | None = None
     """The union of the toolsets' tools for the current step (None: the service's own
     tools, no per-step asking)."""
+    stored: list[str] = field(default_factory=list)
+    """The ids of this conversation's results kept in the service's result store."""
+    reader_offered: bool = False
+    """Whether the current request offers `read_result`."""
     policy: PolicyRun | None = None
     """The conversation's hooks and budget (None: neither; the loop does no policy work)."""
     standing: list[StandingDecision] = field(default_factory=list)
@@ -448,12 +465,23 @@ class ToolService:
         reset_tool_choice: bool = True,
         callbacks: CallbackFramework | None = None,
         toolsets: Sequence[Toolset] = (),
+        max_result_chars: int | None = None,
+        max_result_tokens: int | None = None,
+        result_token_counter: TokenCounter | None = None,
+        result_store: ResultStore | bool | None = None,
         guardrails: Sequence[Guardrail] = (),
         hooks: Sequence[Hook] = (),
         usage_limits: UsageLimits | None = None,
     ) -> None:
         if max_tool_calling_round_trips < 0:
             raise ValueError("max_tool_calling_round_trips must not be negative")
+        check_cap(max_result_chars, max_result_tokens, result_token_counter)
+        if max_result_tokens is not None and result_token_counter is None:
+            raise ToolCardError("max_result_tokens needs a result_token_counter to count with")
+        self.max_result_chars = max_result_chars
+        self.max_result_tokens = max_result_tokens
+        self.result_token_counter = result_token_counter
+        self.result_store = as_store(result_store)
         if max_concurrency is not None and max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1 (or None: no bound)")
         self.max_tool_calling_round_trips = max_tool_calling_round_trips
@@ -925,6 +953,8 @@ class ToolService:
                         if name not in run.found:
                             run.found.append(name)
         run.policy = Policies.start(self._policies, hooks, usage_limits)
+        if self.result_store is not None:
+            run.stored = stored_ids(history)
         if state is not None:  # last: nothing after this may fail and strand the claim
             run.claimed = self._claim_decisions(state, decisions or {})
         return run
@@ -961,6 +991,8 @@ class ToolService:
 
     def _parameters(self, run: _Run) -> ChatRequestParameters:
         cards = self._visible_cards(run)
+        if self.result_store is not None:
+            cards = self._with_reader(run, cards)
         given = run.parameters.tools or ()
         if given:
             names = {c.name for c in given}
@@ -1020,7 +1052,12 @@ class ToolService:
                         update={"tool_choice": ToolChoice.AUTO}
                     )
                     parameters = self._parameters(run)
-                elif self.tool_search is not None or version != self._version or changed:
+                elif (
+                    self.tool_search is not None
+                    or version != self._version
+                    or changed
+                    or run.reader_offered is not bool(run.stored)
+                ):
                     parameters = self._parameters(run)
                 version = self._version
                 sending = parameters
@@ -1695,7 +1732,7 @@ class ToolService:
                 run.explicit.add(call.id)
                 if call.raised:
                     run.approvals[call.id] = decision
-                asked[call.id] = call
+                    asked[call.id] = call
                 approved.append(request)
                 continue
             if refusal is not None and refusal[0] == "deny":
@@ -1724,10 +1761,11 @@ class ToolService:
             self._record(run, approved, outcomes)
             for request, outcome in zip(approved, outcomes, strict=True):
                 run.approvals.pop(request.id, None)
-                if outcome.paused is not None:  # it paused (again): asked once more
-                    before = asked[request.id]
-                    again = _pending(before.request, outcome.paused)  # as the model made it
-                    waiting.append(again.model_copy(update={"ask": before.ask + 1}))
+                if outcome.paused is not None:
+                    before = asked.get(request.id)
+                    again = _pending(request, outcome.paused)
+                    ask = before.ask + 1 if before is not None else 0
+                    waiting.append(again.model_copy(update={"ask": ask}))
             abort = next((o.abort for o in outcomes if o.abort is not None), None)
             if abort is not None:
                 raise abort
@@ -1807,6 +1845,7 @@ class ToolService:
             except _Abort as a:
                 abort = a.error
                 result = a.result
+        result = await self._limit_output(call, run, result)
         execution = ToolExecution(call, result, start, datetime.now(UTC), run.memory_id)
         if paused is not None:  # no result yet: the call waits (its run again reports one)
             return _Outcome(execution, abort, paused)
@@ -1849,9 +1888,16 @@ class ToolService:
         search = self.tool_search
         if search is not None and call.name == search.card.name:
             return await self._run_search(call, run)
+        if run.stored and call.name == READ_RESULT_TOOL and self.result_store is not None:
+            return await self._read_result(call, run)
         entry = self._entry(call.name, run)
         if entry is None:
             return await self._hallucinated(call, run)
+        policy = self._retry_policy(entry)
+        if policy is not None:  # transient failures are retried (an idempotent tool)
+            entry = dataclasses.replace(
+                entry, executor=_RetryingExecutor(entry.executor, policy, call.name)
+            )
         hooks = self._tool_hooks(run)
         if hooks:  # around the tool's executor, inside its guardrails (as in a durable step)
             entry = dataclasses.replace(
@@ -1876,10 +1922,17 @@ class ToolService:
         except ToolArgumentsError as e:
             return await self._handle(self.arguments_error_handler, e, call, run, counted=True)
         except ToolExecutionError as e:
+            if _asks_retry(e):
+                return await self._retry_prompt(e, call, run)
             return await self._handle(self.execution_error_handler, e, call, run, counted=False)
         except BaseException as e:  # untyped: a custom executor, a tool's own BaseException
             if _propagates(e):
                 raise
+            if isinstance(e, ModelRetry):
+                asked = ToolExecutionError(
+                    e.message, tool_name=call.name, cause=e, details={"wrapped": True}
+                )
+                return await self._retry_prompt(asked, call, run)
             wrapped = ToolExecutionError(
                 f"tool {call.name!r} failed: {error_text(e)}",
                 tool_name=call.name,
@@ -2001,7 +2054,7 @@ class ToolService:
             request=call,
             memory_id=run.memory_id,
             attempt=attempt,
-            budget=self.max_argument_retries,
+            budget=self._budget(call, run),
             raw_error=error,
         )
         try:
@@ -2014,6 +2067,119 @@ class ToolService:
             ) from None
         text = out.text if isinstance(out, ToolErrorHandlerResult) else str(out)
         return ToolExecutionResult.error_result(text, error=error)
+
+    # retries and output limits (docs/policies.md) -------------------------------------------
+    def _budget(self, call: ToolExecutionRequest, run: _Run) -> int:
+        """The argument-retry budget of `call`'s tool: its card's, its toolset's, else the
+        service's."""
+        entry = self._entry(call.name, run)
+        if entry is not None:
+            if entry.card.max_argument_retries is not None:
+                budget: int = entry.card.max_argument_retries
+                return budget
+            if entry.max_argument_retries is not None:
+                return entry.max_argument_retries
+        return self.max_argument_retries
+
+    def _retry_policy(self, entry: _Entry) -> Retry | None:
+        """The transient-failure policy `_dispatch` applies to a call of `entry` (a hook: a
+        durable conversation retries inside the call's step instead)."""
+        policy: Retry | None = entry.card.retry
+        return policy
+
+    async def _retry_prompt(
+        self, error: ToolExecutionError, call: ToolExecutionRequest, run: _Run
+    ) -> ToolExecutionResult:
+        """A tool raised `ModelRetry`: within the tool's budget the model gets its message;
+        past it, the call is the tool's failure (`execution_error_handler`)."""
+        attempt = run.failures.get(call.name, 0) + 1
+        run.failures[call.name] = attempt
+        if attempt > self._budget(call, run):
+            return await self._handle(self.execution_error_handler, error, call, run, counted=False)
+        return ToolExecutionResult(
+            text=error_text(error),
+            is_error=True,
+            error=error,
+            attributes={MODEL_RETRY_ATTRIBUTE: attempt},
+        )
+
+    def _cap(self, call: ToolExecutionRequest, run: _Run) -> Cap | None:
+        """The output cap of `call`: the card's, its toolset's, else the service's."""
+        entry = self._entry(call.name, run)
+        chars, tokens = self.max_result_chars, self.max_result_tokens
+        if entry is not None:
+            card = entry.card
+            if card.max_result_chars is not None or card.max_result_tokens is not None:
+                chars, tokens = card.max_result_chars, card.max_result_tokens
+            elif entry.max_result_chars is not None or entry.max_result_tokens is not None:
+                chars, tokens = entry.max_result_chars, entry.max_result_tokens
+        if chars is None and tokens is None:
+            return None
+        if tokens is not None and self.result_token_counter is None:
+            raise ToolCardError(
+                f"tool {call.name!r} has a cap in tokens but the service has no "
+                "result_token_counter to count them"
+            )
+        return Cap(chars, tokens, self.result_token_counter)
+
+    async def _limit_output(
+        self, call: ToolExecutionRequest, run: _Run, result: ToolExecutionResult
+    ) -> ToolExecutionResult:
+        """`result` within its tool's output cap; with a result store, kept whole there."""
+        if call.name == READ_RESULT_TOOL and run.stored and self.result_store is not None:
+            return result  # a page is as long as the cap already
+        cap = self._cap(call, run)
+        if cap is None:
+            return result
+        store = self.result_store
+        out, stored, rid = cut(result, cap, call.id, call.name, store is not None)
+        if stored is not None and rid is not None and store is not None:
+            try:
+                await store.put(rid, stored)
+            except Exception as e:  # the model still gets the beginning, with the plain note
+                logger.warning("could not store the result of %s (%s): %s", call.name, call.id, e)
+                out, _, _ = cut(result, cap, call.id, call.name, False)
+            else:
+                if rid not in run.stored:
+                    run.stored.append(rid)
+        return out
+
+    def _with_reader(self, run: _Run, cards: tuple[ToolCard, ...]) -> tuple[ToolCard, ...]:
+        """`cards` plus `read_result` while the conversation has stored results."""
+        run.reader_offered = bool(run.stored)
+        if not run.stored:
+            return cards
+        if any(c.name == READ_RESULT_TOOL for c in cards):
+            raise ToolCardError(
+                f"a tool named {READ_RESULT_TOOL!r} is offered, and the service's result "
+                "store offers its own under that name; rename yours"
+            )
+        return (*cards, READ_RESULT_CARD)
+
+    async def _read_result(self, call: ToolExecutionRequest, run: _Run) -> ToolExecutionResult:
+        """Answer a `read_result(result_id, page)` call from the result store."""
+        assert self.result_store is not None
+        try:
+            args = parse_arguments(call.arguments, tool_name=call.name)
+        except ToolArgumentsError as e:
+            return await self._handle(self.arguments_error_handler, e, call, run, counted=True)
+        rid, page = args.get("result_id"), args.get("page", 2)
+        if not isinstance(rid, str):
+            return ToolExecutionResult.error_result("result_id must be the id of a stored result")
+        if not isinstance(page, int) or isinstance(page, bool) or page < 1:
+            return ToolExecutionResult.error_result("page must be a whole number from 1 up")
+        stored = await self.result_store.get(rid) if rid in run.stored else None
+        if stored is None:
+            known = ", ".join(repr(i) for i in run.stored)
+            return ToolExecutionResult.error_result(
+                f"There is no stored result {rid!r} in this conversation (stored: {known}). "
+                "Call the original tool again if you need its output."
+            )
+        if page > stored.pages:
+            return ToolExecutionResult.error_result(
+                f"Result {rid!r} has {stored.pages} pages; there is no page {page}."
+            )
+        return ToolExecutionResult(text=page_text(rid, stored, page), result=stored.page(page))
 
     async def _hallucinated(self, call: ToolExecutionRequest, run: _Run) -> ToolExecutionResult:
         available = [c.name for c in self._visible_cards(run)]
@@ -2053,6 +2219,68 @@ class ToolService:
         return ToolExecutionResult(
             text=text, result=names, attributes={FOUND_TOOLS_ATTRIBUTE: names}
         )
+
+
+MODEL_RETRY_ATTRIBUTE = "toolweave.model_retry"
+"""The attribute of a result answering a `ModelRetry`: the tool's consecutive attempt."""
+ATTEMPTS_ATTRIBUTE = "toolweave.attempts"
+"""The attribute of a result whose call ran more than once (transient retries)."""
+
+
+def _asks_retry(error: ToolExecutionError) -> bool:
+    """Whether the tool raised `ModelRetry` (its durable record says so after a replay)."""
+    if isinstance(error.cause, ModelRetry):
+        return True
+    return bool(error.details.get("recorded")) and error.details.get("error_type") == "ModelRetry"
+
+
+class _RetryingExecutor:
+    """Runs a call of an idempotent tool again after a transient failure (`Retry`);
+    `inner` is the tool's executor (the loop looks through it)."""
+
+    __slots__ = ("inner", "name", "policy")
+
+    def __init__(self, inner: Any, policy: Retry, name: str) -> None:
+        self.inner = inner
+        self.policy = policy
+        self.name = name
+
+    async def aexecute_with_result(
+        self, request: ToolExecutionRequest, memory_id: Any = None, **kwargs: Any
+    ) -> ToolExecutionResult:
+        inner = self.inner
+
+        async def attempt() -> ToolExecutionResult:
+            out: ToolExecutionResult = await inner.aexecute_with_result(
+                request, memory_id, **kwargs
+            )
+            return out
+
+        def retrying(error: BaseException, attempt: int, wait: float) -> None:
+            logger.info(
+                "tool %r failed transiently (%s), attempt %d of %d; retrying in %.2f s",
+                self.name,
+                error_text(error),
+                attempt,
+                self.policy.attempts,
+                wait,
+            )
+
+        result, attempts = await self.policy.run(attempt, failed=_failure_of, on_retry=retrying)
+        if attempts > 1:
+            attributes = {**result.attributes, ATTEMPTS_ATTRIBUTE: attempts}
+            result = dataclasses.replace(result, attributes=attributes)
+        return result
+
+    def execute_with_result(
+        self, request: ToolExecutionRequest, memory_id: Any = None, **kwargs: Any
+    ) -> ToolExecutionResult:
+        return run_sync(self.aexecute_with_result(request, memory_id, **kwargs))
+
+
+def _failure_of(result: ToolExecutionResult) -> BaseException | None:
+    """The error an error result stands for (None: a success, or no exception behind it)."""
+    return result.error if result.is_error else None
 
 
 def _tool_behind(executor: Any) -> Tool | None:

@@ -22,6 +22,7 @@ from pydantic import (
 from .._utils.jsoncopy import copy_json
 from ..errors import ToolCardError
 from .guardrails import check_guardrails
+from .retry import Retry
 
 __all__ = ["TOOL_NAME_PATTERN", "ReturnBehavior", "ToolCard", "ToolInfo", "check_tool_name"]
 
@@ -118,6 +119,18 @@ class ToolCard(BaseModel):
     return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM
     timeout: float | None = None
     max_concurrency: int | None = None
+    max_result_chars: int | None = None
+    """A cap on the result text the model receives, in characters (images and files count
+    by their size); over it the text is cut with a marker, or kept in the service's result
+    store and paged (docs/policies.md, "Tool output limits"). None: the toolset's or the
+    service's cap."""
+    max_result_tokens: int | None = None
+    """The same cap in tokens, counted by the service's `result_token_counter`."""
+    max_argument_retries: int | None = None
+    """This tool's budget of consecutive argument errors and `ModelRetry`s fed back to the
+    model (None: the toolset's, else the service's `max_argument_retries`)."""
+    retry: Any = None
+    """A `Retry` policy for transient failures; only for an `idempotent=True` tool."""
     requires_approval: Any = False
     """True, or a function of (arguments dict, `ToolContext`) returning a bool: a call waits
     for a human decision before it runs in a `ToolService` (docs/approvals.md)."""
@@ -197,6 +210,30 @@ class ToolCard(BaseModel):
         if v is not None and v < 1:
             raise ToolCardError(f"max_concurrency must be at least 1 (or None), got {v}")
         return v
+
+    @field_validator("max_result_chars", "max_result_tokens")
+    @classmethod
+    def _check_result_cap(cls, v: int | None) -> int | None:
+        if v is not None and v < 1:
+            raise ToolCardError(f"a result cap must be at least 1 (or None), got {v}")
+        return v
+
+    @field_validator("max_argument_retries")
+    @classmethod
+    def _check_argument_retries(cls, v: int | None) -> int | None:
+        if v is not None and v < 0:
+            raise ToolCardError(f"max_argument_retries must not be negative, got {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _check_retry(self) -> ToolCard:
+        if self.retry is not None:
+            if not isinstance(self.retry, Retry):
+                raise ToolCardError(
+                    f"retry must be a Retry(...) policy, got {type(self.retry).__name__}"
+                )
+            self.retry.check(idempotent=self.idempotent, name=self.name)
+        return self
 
     @model_validator(mode="after")
     def _check_schema(self) -> ToolCard:

@@ -13,6 +13,7 @@ from ..schema.function_schema import function_schema
 from .card import ReturnBehavior, ToolCard, check_tool_name
 from .guardrails import check_guardrails
 from .local_function import LocalFunction
+from .retry import Retry
 
 __all__ = ["tool", "tools_from"]
 
@@ -33,6 +34,10 @@ def tool(
     idempotent: bool = False,
     timeout: float | None = None,
     max_concurrency: int | None = None,
+    max_result_chars: int | None = None,
+    max_result_tokens: int | None = None,
+    max_argument_retries: int | None = None,
+    retry: Retry | None = None,
     requires_approval: Any = None,
     enabled: Any = None,
     guardrails: Sequence[Any] | None = None,
@@ -58,6 +63,10 @@ def tool(
     idempotent: bool = False,
     timeout: float | None = None,
     max_concurrency: int | None = None,
+    max_result_chars: int | None = None,
+    max_result_tokens: int | None = None,
+    max_argument_retries: int | None = None,
+    retry: Retry | None = None,
     requires_approval: Any = None,
     enabled: Any = None,
     guardrails: Sequence[Any] | None = None,
@@ -82,6 +91,10 @@ def tool(
     idempotent: bool = False,
     timeout: float | None = None,
     max_concurrency: int | None = None,
+    max_result_chars: int | None = None,
+    max_result_tokens: int | None = None,
+    max_argument_retries: int | None = None,
+    retry: Retry | None = None,
     requires_approval: Any = None,
     enabled: Any = None,
     guardrails: Sequence[Any] | None = None,
@@ -103,7 +116,10 @@ def tool(
     methods of its object in a `ToolService` round. `requires_approval` (True, or a function
     of the arguments and the `ToolContext`) makes `ToolService` ask before each call runs.
     `enabled` (a bool, or a function of the `StepContext`) says per step whether the tool is
-    offered at all (docs/toolsets.md). `guardrails` (`InputGuardrail`s and `OutputGuardrail`s)
+    offered at all (docs/toolsets.md). `max_result_chars` / `max_result_tokens` cap the
+    result text the model receives, `max_argument_retries` is this tool's budget of argument
+    errors and `ModelRetry`s, and `retry` (a `Retry`, only with `idempotent=True`) retries
+    transient failures (docs/policies.md). `guardrails` (`InputGuardrail`s and `OutputGuardrail`s)
     check each call's arguments and result in a `ToolService` (docs/policies.md).
     """
 
@@ -142,6 +158,12 @@ def tool(
                 timeout=timeout,
                 max_concurrency=max_concurrency,
                 requires_approval=requires_approval,
+                limits={
+                    "max_result_chars": max_result_chars,
+                    "max_result_tokens": max_result_tokens,
+                    "max_argument_retries": max_argument_retries,
+                    "retry": retry,
+                },
                 enabled=enabled,
                 guardrails=guardrails,
                 metadata=metadata,
@@ -158,6 +180,14 @@ def tool(
             flags["parallel_safe"] = parallel_safe
         if max_concurrency is not None:
             flags["max_concurrency"] = max_concurrency
+        for key, value in (
+            ("max_result_chars", max_result_chars),
+            ("max_result_tokens", max_result_tokens),
+            ("max_argument_retries", max_argument_retries),
+            ("retry", retry),
+        ):
+            if value is not None:
+                flags[key] = value
         if requires_approval is not None:
             flags["requires_approval"] = requires_approval
         if enabled is not None:
@@ -201,6 +231,7 @@ def _card_overrides(
     requires_approval: Any,
     enabled: Any,
     metadata: Mapping[str, Any] | None,
+    limits: Mapping[str, Any] | None = None,
     guardrails: Sequence[Any] | None = None,
 ) -> dict[str, Any]:
     """The fields that `@tool`'s explicit options change on a prebuilt card (openJiuwen:
@@ -221,6 +252,7 @@ def _card_overrides(
         "guardrails": None if guardrails is None else check_guardrails(guardrails),
         "metadata": {**card.metadata, **metadata} if metadata else None,
     }
+    given.update(limits or {})
     out = {k: v for k, v in given.items() if v is not None and v != getattr(card, k)}
     if parallel_safe is not None and "parallel_safe" not in card.model_fields_set:
         out["parallel_safe"] = parallel_safe  # an explicit True means more than the default

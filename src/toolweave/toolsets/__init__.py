@@ -10,6 +10,7 @@ from .combined import CombinedToolset
 from .filtered import FilteredToolset
 from .function import FunctionToolset
 from .guarded import GuardedToolset
+from .limited import LimitedToolset
 from .prefixed import PrefixedToolset
 from .prepared import PreparedToolset
 from .renamed import RenamedToolset
@@ -24,6 +25,7 @@ __all__ = [
     "FilteredToolset",
     "FunctionToolset",
     "GuardedToolset",
+    "LimitedToolset",
     "NameFilter",
     "PrefixedToolset",
     "PreparedToolset",

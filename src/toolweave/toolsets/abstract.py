@@ -62,6 +62,12 @@ class ToolsetTool:
     validator: Any = None
     """The card's argument validator, for an approval policy of a tool run by an executor of
     the caller's (built on first use)."""
+    max_result_chars: int | None = None
+    """The toolset's result cap in characters (`.limited(...)`); the card's own wins."""
+    max_result_tokens: int | None = None
+    """The toolset's result cap in tokens; the card's own wins."""
+    max_argument_retries: int | None = None
+    """The toolset's argument-retry budget; the card's own wins."""
 
     @classmethod
     def of(
@@ -173,6 +179,23 @@ class Toolset(ABC):
         `await call_next(request)` runs it (with the request as given, or a changed one) and
         returns its `ToolExecutionResult`."""
         return self._transform("wrapped", around)
+
+    def limited(
+        self,
+        *,
+        max_result_chars: int | None = None,
+        max_result_tokens: int | None = None,
+        max_argument_retries: int | None = None,
+    ) -> Toolset:
+        """Cap the result text of every tool of the set (characters, or tokens counted by
+        the service's `result_token_counter`) and set their argument-retry budget; a card's
+        own values win, and these win over the service's (docs/policies.md)."""
+        return self._transform(
+            "limited",
+            max_result_chars=max_result_chars,
+            max_result_tokens=max_result_tokens,
+            max_argument_retries=max_argument_retries,
+        )
 
     def guarded(self, *guardrails: Any) -> Toolset:
         """Run `guardrails` (`InputGuardrail`s, `OutputGuardrail`s) around every call of the
