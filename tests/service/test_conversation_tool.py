@@ -23,12 +23,15 @@ from toolweave import (
     ScriptedChatModel,
     SystemMessage,
     TokenUsage,
+    ToolChoice,
     ToolContext,
     ToolExecutionFinished,
     ToolExecutionResultMessage,
     ToolExecutionStarted,
     ToolService,
     ToolTimeoutError,
+    UsageLimitExceeded,
+    UsageLimits,
     UserMessage,
     tool,
 )
@@ -570,7 +573,7 @@ def test_approving_the_sub_conversation_call_approves_every_call_waiting_in_it(
     paused = run(mode, parent, parent_model, "go")
     done = run(mode, parent, parent_model, paused.state, decisions={"p1": Approve()})
     assert done.text == "Done."
-    assert files.deleted == ["a", "b"]
+    assert sorted(files.deleted) == ["a", "b"]  # run concurrently
 
 
 def test_an_id_waiting_in_two_sub_conversations_is_decided_by_key() -> None:
@@ -692,3 +695,69 @@ def test_the_childs_own_rules_apply_inside_it(mode: str) -> None:
     result = run(mode, ToolService().tools(cleaner), parent_model, "go")
     assert result.status is ChatStatus.COMPLETED
     assert files.deleted == ["/tmp/x"]
+
+
+# the parent's budget ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_sub_conversations_requests_count_into_the_parents_budget(mode: str) -> None:
+    parent_model, child_model, parent = weather_pair()
+    # the parent's first request and the child's two: a fourth would be one too many
+    with pytest.raises(UsageLimitExceeded) as raised:
+        run(mode, parent, parent_model, "Paris?", usage_limits=UsageLimits(requests=3))
+    assert (raised.value.limit, raised.value.used) == ("requests", 3)
+    assert len(parent_model.requests) == 1
+    assert len(child_model.requests) == 2
+    assert raised.value.usage.tool_calls == 2  # the parent's call and the child's
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_sub_conversation_gets_what_is_left_of_the_parents_budget(mode: str) -> None:
+    parent_model, child_model, parent = weather_pair()
+    parent_model = ScriptedChatModel(
+        [
+            ai_calls(call("weather", '{"task": "Weather in Paris?"}', id="p1")),
+            AiMessage("I could not find out."),
+        ]
+    )
+    limits = UsageLimits(requests=2, on_exceeded="answer")
+    result = run(mode, parent, parent_model, "Paris?", usage_limits=limits)
+    # the child had one request left: it made it, then stopped before its second
+    assert len(child_model.requests) == 1
+    (execution,) = result.tool_executions
+    assert execution.has_failed
+    assert isinstance(execution.result.error, UsageLimitExceeded)
+    assert "stopped" in execution.result.result_text()
+    # the parent's budget is spent too: its model is told so and answers, without tools
+    assert result.text == "I could not find out."
+    last = parent_model.requests[-1]
+    assert last.parameters.tool_choice == ToolChoice.NONE
+    assert "budget" in (last.messages[-1].text or "")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_sub_conversations_tokens_count_into_the_parents_token_budget(mode: str) -> None:
+    parent_model, child_model, parent = weather_pair()
+    # the parent's first response used 11 tokens, the child's two 6 + 9: 26 before the
+    # parent's second request, more than the 20 allowed
+    with pytest.raises(UsageLimitExceeded) as raised:
+        run(mode, parent, parent_model, "Paris?", usage_limits=UsageLimits(total_tokens=20))
+    assert (raised.value.limit, raised.value.used) == ("total_tokens", 26)
+    assert len(child_model.requests) == 2
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_sub_conversations_own_budget_still_holds(mode: str) -> None:
+    child_model = ScriptedChatModel([ai_calls(call("forecast", '{"city": "Rome"}', id="c1"))])
+    child = ToolService(usage_limits=UsageLimits(tool_calls=0))
+    weather = child.tools(forecast).as_tool(child_model, name="weather", description="W.")
+    parent_model = ScriptedChatModel(
+        [ai_calls(call("weather", '{"task": "Rome"}', id="p1")), AiMessage("Unknown.")]
+    )
+    parent = ToolService().tools(weather)
+    result = run(mode, parent, parent_model, "Rome?", usage_limits=UsageLimits(requests=10))
+    (execution,) = result.tool_executions
+    assert isinstance(execution.result.error, UsageLimitExceeded)
+    assert execution.result.error.limit == "tool_calls"
+    assert result.text == "Unknown."

@@ -164,7 +164,7 @@ from .subagent import (
     nested_pending,
     route_decisions,
     route_pending,
-    subconversation_usage,
+    subconversation_spent,
 )
 
 __all__ = ["ServiceEvent", "ToolService"]
@@ -199,10 +199,13 @@ class _ServiceChannel:
         service: ToolService,
         call: ToolExecutionRequest,
         queue: asyncio.Queue[ServiceEvent] | None,
+        run: _Run | None = None,
     ) -> None:
         self.service = service
         self.call = call
         self.queue = queue
+        self.run = run
+        """The conversation of the call (a conversation run as a tool reads its budget)."""
         self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
 
     async def progress(self, progress: float, total: float | None, message: str | None) -> None:
@@ -1350,9 +1353,13 @@ class ToolService:
             run.executions.append(outcome.execution)
             message = ToolExecutionResultMessage.from_result(call, outcome.execution.result)
             run.messages.append(message)
-            nested = subconversation_usage(outcome.execution.result)
-            if nested is not None:  # a conversation run as a tool: its usage counts here
-                run.usage = nested + run.usage
+            spent = subconversation_spent(outcome.execution.result)
+            if spent is not None:  # a conversation run as a tool: what it used counts here
+                if spent.usage is not None:
+                    run.usage = spent.usage + run.usage
+                if run.policy is not None:
+                    run.policy.usage.requests += spent.requests
+                    run.policy.usage.tool_calls += spent.tool_calls
             found = outcome.execution.result.attributes.get(FOUND_TOOLS_ATTRIBUTE)
             if found:
                 for name in found:
@@ -1832,7 +1839,7 @@ class ToolService:
                 else:
                     with (
                         current(run.span),  # its execute_tool span goes under invoke_agent
-                        use_tool_channel(_ServiceChannel(self, call, queue)),
+                        use_tool_channel(_ServiceChannel(self, call, queue, run)),
                         use_approval(call.id, run.approvals.get(call.id)),
                     ):
                         result = await self._dispatch(call, run, inline=inline)

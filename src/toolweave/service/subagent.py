@@ -21,9 +21,10 @@ as a tool"). What the parent sees of it:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -34,6 +35,7 @@ from ..chat.response import TokenUsage
 from ..context import ToolContext, current_tool_channel
 from ..errors import ToolExecutionError
 from ..execution.results import ToolExecutionResult
+from ..policies.usage import RunUsage, UsageLimitExceeded, UsageLimits
 from ..tools.base import Tool
 from ..tools.card import ToolCard
 from ..tools.pause import NeedsApproval
@@ -60,6 +62,7 @@ __all__ = [
     "nested_pending",
     "route_decisions",
     "route_pending",
+    "subconversation_spent",
     "subconversation_usage",
 ]
 
@@ -94,14 +97,86 @@ class NestedEvent:
     """A `ServiceEvent` of the sub-conversation."""
 
 
-def subconversation_usage(result: ToolExecutionResult) -> TokenUsage | None:
-    """The token usage a `ConversationTool` call's result reports (None for any other)."""
+class Spent(NamedTuple):
+    """What a sub-conversation used (`subconversation_spent`)."""
+
+    usage: TokenUsage | None
+    requests: int
+    tool_calls: int
+
+
+def subconversation_spent(result: ToolExecutionResult) -> Spent | None:
+    """What the sub-conversation of a `ConversationTool` call's result used (None for the
+    result of any other tool): its token usage, model requests and tool calls."""
     attributes = result.attributes
     if not attributes or SUBCONVERSATION_ATTRIBUTE not in attributes:
         return None
     data = attributes[SUBCONVERSATION_ATTRIBUTE]
-    usage = data.get("usage") if isinstance(data, dict) else None
-    return TokenUsage.model_validate(usage) if isinstance(usage, dict) else None
+    if not isinstance(data, dict):
+        return None
+    usage = data.get("usage")
+    requests, tool_calls = data.get("requests", 0), data.get("tool_calls", 0)
+    return Spent(
+        TokenUsage.model_validate(usage) if isinstance(usage, dict) else None,
+        requests if isinstance(requests, int) else 0,
+        tool_calls if isinstance(tool_calls, int) else 0,
+    )
+
+
+def subconversation_usage(result: ToolExecutionResult) -> TokenUsage | None:
+    """The token usage a `ConversationTool` call's result reports (None for any other)."""
+    spent = subconversation_spent(result)
+    return None if spent is None else spent.usage
+
+
+def _spent_attribute(usage: TokenUsage | None, requests: int, tool_calls: int) -> dict[str, Any]:
+    return {
+        SUBCONVERSATION_ATTRIBUTE: {
+            "usage": None if usage is None else usage.model_dump(exclude_none=True),
+            "requests": requests,
+            "tool_calls": tool_calls,
+        }
+    }
+
+
+def within(own: UsageLimits | None, outer: UsageLimits, used: RunUsage, tokens: Any) -> UsageLimits:
+    """The budget of a sub-conversation whose own service has `own`, called by a
+    conversation with the budget `outer` of which it used `used` (requests, tool calls) and
+    `tokens` (a `TokenUsage`): each limit the lower of its own and what is left of the
+    outer one. Spending what is left ends the sub-conversation (`UsageLimitExceeded`), unless
+    its own service says to answer."""
+
+    def left(cap: int | None, spent: int | None) -> int | None:
+        return None if cap is None else max(cap - (spent or 0), 0)
+
+    def lower(a: int | None, b: int | None) -> int | None:
+        return b if a is None else a if b is None else min(a, b)
+
+    total = getattr(tokens, "total_tokens", None)
+    if total is None and tokens is not None:
+        total = (tokens.input_tokens or 0) + (tokens.output_tokens or 0)
+    requests = left(outer.requests, used.requests)
+    tool_calls = left(outer.tool_calls, used.tool_calls)
+    input_tokens = left(outer.input_tokens, getattr(tokens, "input_tokens", None))
+    output_tokens = left(outer.output_tokens, getattr(tokens, "output_tokens", None))
+    total_tokens = left(outer.total_tokens, total)
+    if own is None:
+        return UsageLimits(
+            requests=requests,
+            tool_calls=tool_calls,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            total_tokens=total_tokens,
+            on_exceeded="raise",
+        )
+    return dataclasses.replace(
+        own,
+        requests=lower(own.requests, requests),
+        tool_calls=lower(own.tool_calls, tool_calls),
+        input_tokens=lower(own.input_tokens, input_tokens),
+        output_tokens=lower(own.output_tokens, output_tokens),
+        total_tokens=lower(own.total_tokens, total_tokens),
+    )
 
 
 class NestedPendingCall(PendingCall):
@@ -312,7 +387,21 @@ class ConversationTool(Tool):
                 "conversation that paused",
                 tool_name=self.card.name,
             )
-        result = await self._converse(conversation, decisions, memory_id, context, call_id)
+        try:
+            result = await self._converse(conversation, decisions, memory_id, context, call_id)
+        except UsageLimitExceeded as e:  # the budget it had is spent: the caller counts it
+            used = e.usage
+            tokens = TokenUsage(
+                input_tokens=used.input_tokens,
+                output_tokens=used.output_tokens,
+                total_tokens=used.total_tokens,
+            )
+            return ToolExecutionResult(
+                text=f"The conversation of {self.card.name!r} stopped: {e.message}",
+                is_error=True,
+                error=e,
+                attributes=_spent_attribute(tokens, used.requests, used.tool_calls),
+            )
         return self._answer(result)
 
     async def _converse(
@@ -330,6 +419,7 @@ class ConversationTool(Tool):
         call = getattr(channel, "call", None)
         if call is not None:
             call_id = call.id
+        limits = self._budget(getattr(channel, "run", None))
         if queue is None:
             done: ToolChatResult = await self.service.achat(
                 self.model,
@@ -339,6 +429,7 @@ class ConversationTool(Tool):
                 context=context,
                 output_type=self.output_type,
                 decisions=decisions,
+                usage_limits=limits,
             )
             return done
         result: ToolChatResult | None = None
@@ -350,6 +441,7 @@ class ConversationTool(Tool):
             context=context,
             output_type=self.output_type,
             decisions=decisions,
+            usage_limits=limits,
         )
         try:
             async for event in stream:
@@ -362,6 +454,16 @@ class ConversationTool(Tool):
                 await close()
         assert result is not None
         return result
+
+    def _budget(self, caller: Any) -> UsageLimits | None:
+        """The sub-conversation's budget: its service's, within what is left of the calling
+        conversation's (`within`); None (its service's) when the caller has none."""
+        policy = getattr(caller, "policy", None)
+        outer = getattr(policy, "limits", None)
+        if policy is None or outer is None:
+            return None
+        own = getattr(getattr(self.service, "_policies", None), "limits", None)
+        return within(own, outer, policy.usage, getattr(caller, "usage", None))
 
     def _nested(self, call_id: str, event: Any) -> NestedEvent:
         if isinstance(event, NestedEvent):
@@ -386,11 +488,7 @@ class ConversationTool(Tool):
         return ToolExecutionResult(
             text=text,
             result=value,
-            attributes={
-                SUBCONVERSATION_ATTRIBUTE: {
-                    "usage": None if usage is None else usage.model_dump(exclude_none=True),
-                    "requests": len(result.intermediate_responses) + 1,
-                    "tool_calls": len(result.tool_executions),
-                }
-            },
+            attributes=_spent_attribute(
+                usage, len(result.intermediate_responses) + 1, len(result.tool_executions)
+            ),
         )
