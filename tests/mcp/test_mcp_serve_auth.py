@@ -338,6 +338,46 @@ async def test_a_session_belongs_to_the_principal_that_opened_it(
     assert stolen.status_code == 404  # as if the session did not exist
 
 
+async def test_one_challenge_names_every_scope_the_request_needs(
+    auth_server: AuthorizationServer,
+) -> None:
+    from toolweave.mcp import JwtVerifier, McpAuth
+
+    sys.path.insert(0, str(SERVERS))
+    try:
+        import mcp_auth_tools
+    finally:
+        sys.path.remove(str(SERVERS))
+    here = "http://127.0.0.1:1/mcp"
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:  # the MCP app's stand-in
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"served"})
+
+    verifier = JwtVerifier(
+        issuer=auth_server.issuer, audience=here, jwks_url=f"{auth_server.issuer}/jwks"
+    )
+    auth = McpAuth(verifier, resource=here, required_scopes=["mcp"])
+    protected = auth.protect(app, tools=[mcp_auth_tools.delete_file])
+    delete = call("delete_file", {"name": "x"}, id=7)
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(protected)) as http:
+        for granted, lacking in (("", "mcp files:write"), ("mcp", "files:write")):
+            token = auth_server.mint(audience=here, scope=granted)
+            response = await http.post(
+                here, json=delete, headers={"Authorization": f"Bearer {token}"}
+            )
+            assert response.status_code == 403
+            params = challenge(response)
+            assert params["scope"] == "mcp files:write"  # all of them, in one challenge
+            assert params["error_description"] == f"this request needs the scopes: {lacking}"
+            error = response.json()  # the JSON-RPC error of request 7
+            assert (error["id"], error["error"]["code"]) == (7, -32600)
+            assert error["error"]["data"]["scope"] == "mcp files:write"
+        token = auth_server.mint(audience=here, scope="mcp files:write")
+        response = await http.post(here, json=delete, headers={"Authorization": f"Bearer {token}"})
+        assert response.status_code == 200
+
+
 async def test_our_client_gets_an_auth_error_for_the_one_tool_it_lacks_a_scope_for(
     served: Served, auth_server: AuthorizationServer
 ) -> None:

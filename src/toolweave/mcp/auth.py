@@ -671,7 +671,8 @@ class _ScopeGuard:
             message = {"method": ctx.method, "params": dict(params) if params else {}}
             needed = self.policy.needed(message)
             if needed and not identity.has_scopes(needed):
-                why = f"this operation needs the scopes: {' '.join(needed)}"
+                lacking = " ".join(s for s in needed if s not in identity.scopes)
+                why = f"this request needs the scopes: {lacking}"
                 scopes = " ".join(_union(self.policy.base, needed))
                 raise MCPError(
                     INVALID_REQUEST,
@@ -743,19 +744,16 @@ class _Protected:
             await self._unavailable(send, str(e))
             return
         del token
-        missing = [s for s in self.policy.base if s not in identity.scopes]
-        if missing:
-            await self._refuse(
-                send, 403, "insufficient_scope", "this server needs more scopes", self.policy.base
-            )
-            return
+        needed, request_id = self.policy.base, None
         if scope["method"] == "POST" and self.per_request:
-            receive, needed, request_id = await self._inspect(receive)
-            if needed and not identity.has_scopes(needed):
-                scopes = _union(self.policy.base, needed)
-                why = f"this operation needs the scopes: {' '.join(needed)}"
-                await self._refuse(send, 403, "insufficient_scope", why, scopes, request_id)
-                return
+            receive, wanted, request_id = await self._inspect(receive)
+            needed = _union(needed, wanted)
+        if not identity.has_scopes(needed):
+            # every scope the request needs in one challenge, so one step-up is enough
+            lacking = " ".join(s for s in needed if s not in identity.scopes)
+            why = f"this request needs the scopes: {lacking}"
+            await self._refuse(send, 403, "insufficient_scope", why, needed, request_id)
+            return
         scope["user"] = AuthenticatedUser(access)
         scope["auth"] = AuthCredentials(sorted(identity.scopes))
         sdk_token = auth_context_var.set(scope["user"])
