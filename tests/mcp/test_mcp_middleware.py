@@ -8,15 +8,25 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from mcp_support import SERVERS, TEST_TIMEOUT, ServerProcess, start_server
+from mcp_support import (
+    SERVERS,
+    TEST_TIMEOUT,
+    ServerProcess,
+    free_port,
+    start_server,
+    wait_for_port,
+)
 
 from toolweave import tool
 from toolweave.errors import McpError
@@ -349,3 +359,57 @@ async def test_a_rate_limit_per_token_holds_across_sessions(limited_server: Serv
                 await again.call_tool("hello", {"name": "a"})
         async with McpClient(as_user("bob")) as bob:
             assert text(await bob.call_tool("hello", {"name": "b"})) == "hi b"
+
+
+COUNTER = '''
+import itertools
+
+from toolweave import tool
+
+_seen = itertools.count(1)
+
+
+@tool(idempotent=True)
+def counter(key: str) -> str:
+    """How many times this server ran a call."""
+    return f"{key} run {next(_seen)}"
+'''
+
+
+@pytest.fixture
+def cli_server(tmp_path: Path) -> Iterator[tuple[int, Path]]:
+    """`toolweave mcp serve` with --log-requests --rate-limit 2/h --cache-ttl 600 (its
+    stderr in a file)."""
+    (tmp_path / "counter.py").write_text(COUNTER)
+    port = free_port()
+    toolweave = Path(sys.executable).parent / "toolweave"
+    argv = [str(toolweave), "mcp", "serve", str(tmp_path / "counter.py")]
+    argv += ["--transport", "http", "--port", str(port)]
+    argv += ["--log-requests", "--rate-limit", "2/h", "--cache-ttl", "600"]
+    log_file = tmp_path / "stderr.txt"
+    with log_file.open("wb") as err:
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, cwd=tmp_path)
+    try:
+        wait_for_port(port, proc)
+        yield port, log_file
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(15)
+
+
+async def test_the_cli_builds_the_chain_from_its_options(cli_server: tuple[int, Path]) -> None:
+    port, log_file = cli_server
+    config = McpServerConfig(server_name="cli", params={"url": f"http://127.0.0.1:{port}/mcp"})
+    async with asyncio.timeout(TEST_TIMEOUT), McpClient(config) as client:
+        assert text(await client.call_tool("counter", {"key": "a"})) == "a run 1"
+        assert text(await client.call_tool("counter", {"key": "a"})) == "a run 1"  # cached
+        with pytest.raises(McpError, match="Rate limit exceeded"):
+            await client.call_tool("counter", {"key": "b"})
+    logged = log_file.read_text()
+    # sessionless 2026-07-28 requests count by the client's address
+    assert "tools/call 'counter' client=address:127.0.0.1" in logged
+    assert f"JSON-RPC error {RATE_LIMITED}" in logged

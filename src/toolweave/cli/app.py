@@ -33,7 +33,7 @@ from ..providers.constrained import ConstrainedToolCalling
 from ..service import ToolExecutionFinished, ToolService
 from ..tools import Tool
 from ._approve import ask_decisions
-from ._load import CliError, load_tools, loaded_module
+from ._load import CliError, load_object, load_tools, loaded_module
 from ._models import open_model, pick_provider
 from ._render import render_stream, result_display
 from ._safe import TerminalStream, markup_safe, terminal_safe
@@ -575,6 +575,44 @@ def mcp_serve(
             "NAME_<name> (NAME: the script's or host's name by default).",
         ),
     ] = None,
+    log_requests: Annotated[
+        bool,
+        typer.Option(
+            help="Log each request (method, name, client, ms, outcome) to stderr.",
+            rich_help_panel="Middleware",
+        ),
+    ] = False,
+    mask_errors: Annotated[
+        bool,
+        typer.Option(
+            help="Send clients a reference instead of internal error text (logged).",
+            rich_help_panel="Middleware",
+        ),
+    ] = False,
+    rate_limit: Annotated[
+        str | None,
+        typer.Option(
+            metavar="N/PERIOD",
+            help="Tool calls allowed per client (its token's principal, else its session), "
+            "e.g. 60/min.",
+            rich_help_panel="Middleware",
+        ),
+    ] = None,
+    cache_ttl: Annotated[
+        float | None,
+        typer.Option(
+            help="Cache idempotent tools' results per client for this many seconds.",
+            rich_help_panel="Middleware",
+        ),
+    ] = None,
+    middleware: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="MODULE:OBJECT",
+            help="Middleware of your own (or a list of them), innermost (repeatable).",
+            rich_help_panel="Middleware",
+        ),
+    ] = None,
     max_message_bytes: Annotated[
         int,
         typer.Option(
@@ -646,8 +684,17 @@ def mcp_serve(
         except ImportError as e:
             raise CliError(str(e)) from None
         try:
+            from ..mcp.middleware import cli_middleware
+
             proxies = [proxy_from_spec(spec) for spec in proxy or []]
-        except ValueError as e:
+            chain = cli_middleware(
+                log_requests=log_requests,
+                mask_errors=mask_errors,
+                rate_limit=rate_limit,
+                cache_ttl=cache_ttl,
+                extra=[load_object(target) for target in middleware or []],
+            )
+        except (ValueError, TypeError) as e:
             raise CliError(str(e)) from None
         # resources, prompts and completions defined in the module are served too
         module = loaded_module(tools) if tools is not None else None
@@ -685,6 +732,7 @@ def mcp_serve(
                 features=features,
                 max_message_bytes=max_message_bytes,
                 proxy=proxies,
+                middleware=chain,
                 auth=served_auth,
             )
 

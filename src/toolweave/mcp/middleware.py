@@ -46,6 +46,8 @@ __all__ = [
     "McpRequest",
     "RateLimitMiddleware",
     "apply_middleware",
+    "cli_middleware",
+    "parse_rate",
 ]
 
 log = logging.getLogger("toolweave.mcp.middleware")
@@ -108,19 +110,25 @@ class McpRequest:
 
     @property
     def session_key(self) -> str:
-        """This client connection: its ``Mcp-Session-Id`` over HTTP, else the connection."""
+        """This client connection: its ``Mcp-Session-Id`` over HTTP; the client's address
+        for sessionless HTTP (2026-07-28, where every request is a connection of its own);
+        else the connection (stdio, in process)."""
         http = getattr(self.ctx, "request", None)
         headers = getattr(http, "headers", None)
         session = headers.get("mcp-session-id") if headers is not None else None
         if session:
             return f"session:{session}"
+        peer = getattr(http, "client", None)
+        host = getattr(peer, "host", None)
+        if isinstance(host, str) and host:
+            return f"address:{host}"
         conn = getattr(self.ctx.session, "_connection", None)
         return f"connection:{id(conn if conn is not None else self.ctx.session)}"
 
     @property
     def client_key(self) -> str:
         """Who is asking: the verified token's principal (issuer and subject, or client id)
-        when there is one, else the connection (`session_key`)."""
+        when there is one, else the connection or address (`session_key`)."""
         who = self.identity
         if who is not None and (who.subject or who.client_id):
             return f"token:{who.issuer or ''}|{who.subject or ''}|{who.client_id or ''}"
@@ -440,3 +448,59 @@ class ErrorMaskingMiddleware:
                 is_error=True,
             )
         return result
+
+
+# the command line -------------------------------------------------------------------------------
+_PERIODS = {"s": 1.0, "sec": 1.0, "second": 1.0, "m": 60.0, "min": 60.0, "minute": 60.0}
+_PERIODS.update({"h": 3600.0, "hour": 3600.0, "d": 86400.0, "day": 86400.0})
+
+
+def parse_rate(spec: str) -> tuple[float, float]:
+    """``N/PERIOD`` (``60/min``, ``5/s``, ``1000/h``, ``10/30`` seconds) as (rate, per)."""
+    count, _, period = spec.strip().partition("/")
+    try:
+        rate = float(count)
+        per = _PERIODS.get(period.strip().lower()) if period else 60.0
+        if per is None:
+            per = float(period)
+    except ValueError:
+        raise ValueError(
+            f"a rate is N/PERIOD (e.g. 60/min, 5/s, 10/30 for 30 seconds), not {spec!r}"
+        ) from None
+    if rate <= 0 or per <= 0:
+        raise ValueError(f"a rate needs a positive count and period, not {spec!r}")
+    return rate, per
+
+
+def cli_middleware(
+    *,
+    log_requests: bool = False,
+    mask_errors: bool = False,
+    rate_limit: str | None = None,
+    cache_ttl: float | None = None,
+    extra: Iterable[Any] = (),
+) -> list[Any]:
+    """The chain ``toolweave mcp serve`` builds from its options (logging outermost, then
+    error masking, the rate limit, the cache, and `extra`: middleware or lists of them)."""
+    chain: list[Any] = []
+    if log_requests:
+        chain.append(LoggingMiddleware())
+        if not log.handlers:
+            handler = logging.StreamHandler()
+            handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+            log.addHandler(handler)
+        log.setLevel(logging.INFO)
+    if mask_errors:
+        chain.append(ErrorMaskingMiddleware())
+    if rate_limit is not None:
+        rate, per = parse_rate(rate_limit)
+        chain.append(RateLimitMiddleware(rate, per))
+    if cache_ttl is not None:
+        chain.append(CachingMiddleware(ttl=cache_ttl))
+    for item in extra:
+        items = list(item) if isinstance(item, (list, tuple)) else [item]
+        for m in items:
+            if not callable(m):
+                raise TypeError(f"not a middleware (async (request, call_next)): {m!r}")
+            chain.append(m)
+    return chain
