@@ -17,6 +17,7 @@ import httpx2
 import pytest
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from mcp_support import SERVERS, TEST_TIMEOUT, free_port, wait_for_port
 from oauth_server import AuthorizationServer
 
@@ -199,19 +200,30 @@ async def test_a_valid_token_reaches_the_tools_and_its_identity_is_on_the_tool_c
             assert who["has_files_write"] is False
 
 
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
 async def test_the_sdk_client_with_a_bearer_token(
-    served: Served, auth_server: AuthorizationServer
+    served: Served, auth_server: AuthorizationServer, mode: str
 ) -> None:
+    token = auth_server.mint(audience=served.url, scope="files:read", subject="bob")
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=TEST_TIMEOUT)
+    async with (
+        asyncio.timeout(TEST_TIMEOUT),
+        http,
+        Client(streamable_http_client(served.url, http_client=http), mode=mode) as client,
+    ):
+        result = await client.call_tool("whoami", {})
+        who = json.loads(result.content[0].text)  # type: ignore[union-attr]
+        assert (who["subject"], who["has_files_write"]) == ("bob", False)
+        with pytest.raises(MCPError) as refused:  # the 403's JSON-RPC error
+            await client.call_tool("delete_file", {"name": "a.txt"})
+        assert refused.value.data["scope"] == "files:write"
     token = auth_server.mint(audience=served.url, scope="files:write", subject="bob")
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=TEST_TIMEOUT)
     async with (
         asyncio.timeout(TEST_TIMEOUT),
         http,
-        Client(streamable_http_client(served.url, http_client=http), mode="legacy") as client,
+        Client(streamable_http_client(served.url, http_client=http), mode=mode) as client,
     ):
-        result = await client.call_tool("whoami", {})
-        who = json.loads(result.content[0].text)  # type: ignore[union-attr]
-        assert (who["subject"], who["has_files_write"]) == ("bob", True)
         deleted = await client.call_tool("delete_file", {"name": "a.txt"})
         assert deleted.content[0].text == "deleted a.txt"  # type: ignore[union-attr]
 

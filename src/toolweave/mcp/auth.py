@@ -17,6 +17,12 @@ specification asks:
 
 A served tool sees the caller as `ToolContext.identity` (subject, client, scopes, claims).
 Tokens are never logged, echoed or kept beyond the request.
+
+From the SDK: its `AccessToken` and ``TokenVerifier`` face, its metadata route, and its
+`AuthenticatedUser` in the request scope (so its session manager binds each session to the
+principal that opened it, and its ``get_access_token()`` works). Not its
+``RequireAuthMiddleware``: its challenges carry no ``scope`` and a 401 without a token an
+error code, and it cannot refuse one tool call.
 """
 
 from __future__ import annotations
