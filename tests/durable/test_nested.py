@@ -9,6 +9,7 @@ from typing import Any
 
 from toolweave.chat.messages import ToolExecutionResultMessage
 from toolweave.service.approvals import Approve
+from toolweave.service.subagent import NestedPendingCall
 
 from .conftest import Workers
 from .test_approvals import wait_pending
@@ -27,6 +28,8 @@ def test_a_nested_pause_in_a_durable_conversation_resumes_after_a_worker_restart
     # the call a person decides: the helper's, not the helper's own call
     assert (waiting_cid, call.id, call.tool_name, call.reason) == (cid, "p1", "pay", "approval")
     assert call.arguments_as_dict() == {"tag": f"inner-{tag}", "to": "Ann", "amount": 7}
+    assert isinstance(call, NestedPendingCall)
+    assert (call.path, call.tool_names, call.key) == (("h1",), ("helper",), "h1/p1")
     assert not workers.log.matching(f"pay inner-{tag} ")
 
     workers.kill("w1")

@@ -761,3 +761,30 @@ def test_the_sub_conversations_own_budget_still_holds(mode: str) -> None:
     assert isinstance(execution.result.error, UsageLimitExceeded)
     assert execution.result.error.limit == "tool_calls"
     assert result.text == "Unknown."
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_requires_approval_gates_the_conversation_tool_call_itself(mode: str) -> None:
+    child_model = ScriptedChatModel([AiMessage("Checked.")])
+    checker = ToolService().as_tool(
+        child_model,
+        name="checker",
+        description="Checks.",
+        requires_approval=True,
+        prompt=lambda task: [SystemMessage("Be brief."), UserMessage(f"Check: {task.task}")],
+    )
+    parent_model = ScriptedChatModel(
+        [ai_calls(call("checker", '{"task": "the door"}', id="p1")), AiMessage("Door checked.")]
+    )
+    parent = ToolService().tools(checker)
+    paused = run(mode, parent, parent_model, "Check the door")
+    (waiting,) = paused.pending
+    assert not isinstance(waiting, NestedPendingCall)  # the call itself, before it runs
+    assert (waiting.id, waiting.tool_name) == ("p1", "checker")
+    assert child_model.requests == []
+    done = run(mode, parent, parent_model, paused.state, decisions={"p1": Approve()})
+    assert done.text == "Door checked."
+    assert child_model.requests[0].messages == (
+        SystemMessage("Be brief."),
+        UserMessage("Check: the door"),
+    )

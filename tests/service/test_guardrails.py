@@ -803,3 +803,31 @@ def test_a_tool_that_pauses_itself_is_guarded_when_it_runs_again(mode: str) -> N
     assert done.text == "Sent."
     assert asked == ["in", "in", "out"]  # checked again when it ran again
     assert received(model) == [("t", "SENT 500 TO EVE", False)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_invalid_arguments_cannot_slip_past_the_guardrails_of_an_executor_of_the_callers(
+    mode: str,
+) -> None:
+    asked: list[Any] = []
+    got: list[str] = []
+    guard = InputGuardrail(lambda a, c: asked.append(a) or Reject("no"), name="guard")
+    card = ToolCard(
+        name="count",
+        input_params={
+            "type": "object",
+            "properties": {"n": {"type": "integer"}},
+            "required": ["n"],
+        },
+        guardrails=[guard],
+    )
+
+    def executor(request: Any, memory_id: Any) -> str:
+        got.append(request.arguments)  # it would run with whatever it gets
+        return "counted"
+
+    model = ScriptedChatModel([ai_calls(call("count", '{"n": "many"}')), AiMessage("ok")])
+    run(mode, ToolService().tool(card, executor), model)
+    assert asked == [] and got == []  # not asked, and never run
+    ((_, text, is_error),) = received(model)
+    assert is_error and "n" in text  # the ordinary argument error, for the model to fix

@@ -43,6 +43,7 @@ from ..service.approvals import (
     read_decision,
 )
 from ..service.result import ToolChatResult
+from ..service.subagent import NestedPendingCall
 from ._codec import decode_result
 from .service import (
     CONVERSATION_WORKFLOW_PREFIX,
@@ -157,6 +158,13 @@ def _describe(decision: Decision) -> str:
     if isinstance(decision, Deny):
         return f"denied ({decision.message!r})"
     return "answered with a deferred result"
+
+
+def _pending_call(data: Any) -> PendingCall:
+    """A published pending call: a `NestedPendingCall` when it waits in a sub-conversation
+    (it has a `path`)."""
+    nested = isinstance(data, Mapping) and data.get("path")
+    return (NestedPendingCall if nested else PendingCall).model_validate(data)
 
 
 def _check_decision(call: PendingCall, decision: Any) -> None:
@@ -512,7 +520,7 @@ class ConversationClient:
         for cid in ids:
             waiting = self._client.get_event(cid, PENDING_EVENT, timeout_seconds=0)
             for call in waiting or ():
-                out.append((cid, PendingCall.model_validate(call)))
+                out.append((cid, _pending_call(call)))
         return out
 
     @_bounded
@@ -554,7 +562,7 @@ class ConversationClient:
         out: builtins.list[tuple[PendingCall, int]] = []
         for call in waiting or ():
             pause = call.get("pause") if isinstance(call, Mapping) else None
-            out.append((PendingCall.model_validate(call), pause if isinstance(pause, int) else -1))
+            out.append((_pending_call(call), pause if isinstance(pause, int) else -1))
         return out
 
     @_bounded

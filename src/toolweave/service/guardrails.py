@@ -96,7 +96,9 @@ def _halt(
     )
 
 
-def _with_decisions(result: ToolExecutionResult, decisions: list[dict[str, str]]) -> Any:
+def _with_decisions(
+    result: ToolExecutionResult, decisions: list[dict[str, str]]
+) -> ToolExecutionResult:
     if not decisions:
         return result
     attributes = {**result.attributes, DECISIONS_ATTRIBUTE: decisions}
@@ -124,9 +126,7 @@ async def _ask(g: Guardrail, value: Any, ctx: ToolContext) -> Verdict:
 
 
 def _failed(g: Guardrail, e: Exception) -> str:
-    logger.warning(
-        "guardrail %r failed (%s: %s); the conversation halts", g.name, type(e).__name__, e
-    )
+    logger.warning("guardrail %r failed (%s: %s); the call is stopped", g.name, type(e).__name__, e)
     return f"the guardrail failed: {type(e).__name__}: {e}"
 
 
@@ -145,14 +145,18 @@ async def run_guarded(
     ctx: ToolContext,
     prepare: Prepare,
     execute: Execute,
+    *,
+    validates: bool = True,
 ) -> ToolExecutionResult:
     """Run `call` through `guardrails` (in order): the input guardrails on the arguments
     `prepare` validates, then `execute`, then the output guardrails on its result. A call
-    whose arguments are not valid skips the input guardrails (the tool refuses it: it cannot
-    run), and `execute`'s argument errors propagate as without guardrails. Every verdict
+    whose arguments are not valid skips the input guardrails when `execute` validates them
+    itself (a `Tool` refuses them: the call cannot run, and its argument error propagates
+    as without guardrails); otherwise (an executor of the caller's, which would run with
+    them) `prepare`'s `ToolArgumentsError` is raised and the call does not run. Every verdict
     other than `Allow` is logged (INFO, `toolweave.guardrails`) and, with tracing on, is a
     `toolweave.guardrail` event of the current span (the conversation's `invoke_agent`)."""
-    result = await _guarded(guardrails, call, ctx, prepare, execute)
+    result = await _guarded(guardrails, call, ctx, prepare, execute, validates)
     decided = result.attributes.get(DECISIONS_ATTRIBUTE) if result.attributes else None
     if decided:
         logger.info(
@@ -183,6 +187,7 @@ async def _guarded(
     ctx: ToolContext,
     prepare: Prepare,
     execute: Execute,
+    validates: bool,
 ) -> ToolExecutionResult:
     decisions: list[dict[str, str]] = []
     inputs = [g for g in guardrails if g.stage == "input"]
@@ -190,6 +195,8 @@ async def _guarded(
         try:
             arguments: dict[str, Any] | None = await prepare(call)
         except ToolArgumentsError:
+            if not validates:  # it would run with them, unchecked: the argument-error path
+                raise
             arguments = None
         except Exception as e:  # arguments that cannot be prepared are not checked: halt
             return _halt(None, "input", f"the arguments could not be prepared: {e}", decisions, e)
@@ -226,7 +233,7 @@ async def _guarded(
                     return _halt(g, "input", reason, decisions, e)
     result = await execute(call)
     if _paused(result):  # no result yet: the output guardrails see the one it runs again to
-        return _with_decisions(result, decisions)  # type: ignore[no-any-return]
+        return _with_decisions(result, decisions)
     for g in guardrails:
         if g.stage != "output":
             continue
@@ -244,7 +251,7 @@ async def _guarded(
             break
         _note(decisions, g, "replace")
         result = _as_result(verdict.value, result, call.name)
-    return _with_decisions(result, decisions)  # type: ignore[no-any-return]
+    return _with_decisions(result, decisions)
 
 
 class GuardedExecutor:

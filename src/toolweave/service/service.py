@@ -2032,7 +2032,9 @@ class ToolService:
             return out
 
         ctx = ToolContext(call.name, call.id, memory_id, context, self.callbacks)
-        return await run_guarded(guardrails, call, ctx, prepare, execute)
+        return await run_guarded(
+            guardrails, call, ctx, prepare, execute, validates=tool is not None
+        )
 
     def _guarded_executor(self, guardrails: Sequence[Guardrail], entry: _Entry, inner: Any) -> Any:
         """`inner` (what runs `entry`'s calls) with `guardrails` around each call (a durable
