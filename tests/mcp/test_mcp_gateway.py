@@ -276,6 +276,21 @@ async def test_elicitation_and_sampling_of_a_proxied_tool_are_asked_of_its_clien
     assert sampled == ["The answer?"]
 
 
+async def test_the_upstreams_roots_request_is_asked_of_the_calling_client(
+    upstream: McpServerConfig,
+) -> None:
+    async def roots(ctx: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(
+            roots=[types.Root(uri="file:///srv/project"), types.Root(uri="file:///tmp/x")]
+        )
+
+    async with gateway(upstream, list_roots_callback=roots) as client:
+        seen = await client.call_tool("up_roots_seen", {})
+        assert text(seen) == "file:///srv/project,file:///tmp/x"
+    async with gateway(upstream) as client:  # a client without roots: the upstream is refused
+        assert (await client.call_tool("up_roots_seen", {})).is_error
+
+
 async def test_a_declined_elicitation_goes_back_declined(upstream_stdio: McpServerConfig) -> None:
     async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         return types.ElicitResult(action="decline")

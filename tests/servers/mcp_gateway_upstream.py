@@ -68,6 +68,13 @@ async def ask_model(prompt: str, ctx: Context) -> str:
 
 
 @server.tool()
+async def roots_seen(ctx: Context) -> str:
+    """The client's roots (their URIs, comma-separated)."""
+    listed = await ctx.request_context.session.list_roots()
+    return ",".join(str(r.uri) for r in listed.roots)
+
+
+@server.tool()
 async def slow(seconds: float, tag: str = "x") -> str:
     """Sleep, recording its start and a cancellation in marker files."""
     _marker(f"started-{tag}").write_text("started")

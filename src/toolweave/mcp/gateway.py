@@ -168,6 +168,7 @@ class _Upstream:
             proxy.config,
             sampling=self._sample,
             elicitation=self._elicit,
+            roots=self._roots,
             on_log=self._log,
             on_list_changed=self._changed,
         )
@@ -321,6 +322,22 @@ class _Upstream:
             )
         content = dict(answer.content) if answer.content is not None else None
         return ElicitationResult(action=answer.action, content=content)
+
+    async def _roots(self) -> list[str]:
+        call = self._asking("roots/list")
+        session = call.ctx.session
+        if not session.check_client_capability(
+            mcp_types.ClientCapabilities(roots=mcp_types.RootsCapability())
+        ):
+            raise RuntimeError("the gateway's client does not offer roots")
+        with warnings.catch_warnings():  # roots are deprecated on 2026-07-28
+            warnings.simplefilter("ignore")
+            listed: mcp_types.ListRootsResult = await session.send_request(
+                mcp_types.ListRootsRequest(),
+                mcp_types.ListRootsResult,
+                metadata=ServerMessageMetadata(related_request_id=call.ctx.request_id),
+            )
+        return [str(r.uri) for r in listed.roots]
 
     def _asking(self, what: str) -> _Call:
         call = self.call_for()
@@ -519,6 +536,7 @@ def _reopened(up: _Upstream) -> McpClient:
         old.config,
         sampling=up._sample,
         elicitation=up._elicit,
+        roots=up._roots,
         on_log=up._log,
         on_list_changed=up._changed,
     )
