@@ -525,3 +525,25 @@ def test_a_hook_subclass_overrides_only_what_it_needs(mode: str) -> None:
     run(mode, ToolService().tools(add), ScriptedChatModel(adds(2)), hooks=[audit])
     assert audit.log == ["request 0", "result c0=1", "request 1", "result c1=2", "request 2"]
     assert repr(audit) == "<Audit audit>"
+
+
+def test_the_sync_face_still_runs_a_sync_tool_on_its_own_thread_under_a_tool_hook() -> None:
+    where: list[bool] = []
+
+    @tool
+    def here() -> str:
+        """Say where it runs."""
+        where.append(threading.current_thread() is threading.main_thread())
+        return "ok"
+
+    async def passthrough(c: ToolExecutionRequest, call_tool: Any, ctx: ToolContext) -> Any:
+        return await call_tool(c)
+
+    model = ScriptedChatModel([ai_calls(call("here")), AiMessage("done")])
+    ToolService(hooks=[around_tool_call(passthrough)]).tools(here).chat(model, None, "hi")
+    asyncio.run(
+        ToolService(hooks=[around_tool_call(passthrough)])
+        .tools(here)
+        .achat(ScriptedChatModel([ai_calls(call("here")), AiMessage("done")]), None, "hi")
+    )
+    assert where == [True, False]  # inline in `chat` (no thread hop), a worker in `achat`

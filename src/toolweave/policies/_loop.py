@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import operator
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
@@ -41,7 +42,6 @@ logger = logging.getLogger("toolweave.policies")
 
 _POINTS = ("before_model_request", "around_model_call", "around_tool_call", "after_tool_result")
 _AROUND = frozenset({"around_model_call", "around_tool_call"})
-_MESSAGES = (SystemMessage, UserMessage, AiMessage, ToolExecutionResultMessage)
 
 
 class _Bound:
@@ -104,7 +104,30 @@ async def _around(bound: _Bound, value: Any, call_next: Callable[[Any], Any], ct
 
 
 def _same(a: Sequence[Any], b: Sequence[Any]) -> bool:
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+    """Whether `a` and `b` hold the same objects, in the same order."""
+    return a is b or (len(a) == len(b) and all(map(operator.is_, a, b)))
+
+
+_RESULT, _AI, _OTHER = 0, 1, 2
+_KINDS: dict[type, int] = {
+    ToolExecutionResultMessage: _RESULT,
+    AiMessage: _AI,
+    SystemMessage: _OTHER,
+    UserMessage: _OTHER,
+}
+
+
+def _kind(m: Any, by: str) -> int:
+    kind = _KINDS.get(type(m))
+    if kind is not None:
+        return kind
+    for cls, k in _KINDS.items():  # a subclass of a message type
+        if isinstance(m, cls):
+            return k
+    raise TypeError(
+        f"a hook{by} put a {type(m).__name__} in the history; messages are "
+        "SystemMessage, UserMessage, AiMessage or ToolExecutionResultMessage"
+    )
 
 
 def check_history(messages: Sequence[Any], hook: str | None = None) -> tuple[ChatMessage, ...]:
@@ -112,32 +135,17 @@ def check_history(messages: Sequence[Any], hook: str | None = None) -> tuple[Cha
     AI message is answered exactly once by the results right after it. A result whose call
     is not among them (its AI message was dropped) is dropped too; a call left without its
     result, or answered twice, is refused, naming the call and `hook`."""
+    by = f" by {hook}" if hook else ""
     out: list[ChatMessage] = []
     calls: dict[str, str] = {}  # the open AI turn's calls not answered yet: id -> tool
     answered: set[str] = set()
     dropped: list[str] = []
-    by = f" by {hook}" if hook else ""
-
-    def close() -> None:
-        if calls:
-            call_id, tool = next(iter(calls.items()))
-            raise InvalidHistoryError(
-                f"the history rewritten{by} leaves the call {call_id!r} of {tool!r} without "
-                "its result right after the AI message that made it (every tool call needs "
-                "exactly one result; replace a result with a short stub instead of dropping "
-                "it, or drop the AI message with its results)",
-                hook=hook,
-                call_id=call_id,
-                tool_name=tool,
-            )
-
+    kinds = _KINDS
     for m in messages:
-        if not isinstance(m, _MESSAGES):
-            raise TypeError(
-                f"a hook{by} put a {type(m).__name__} in the history; messages are "
-                "SystemMessage, UserMessage, AiMessage or ToolExecutionResultMessage"
-            )
-        if isinstance(m, ToolExecutionResultMessage):
+        kind = kinds.get(type(m))
+        if kind is None:
+            kind = _kind(m, by)
+        if kind == _RESULT:
             if m.id in calls:
                 del calls[m.id]
                 answered.add(m.id)
@@ -152,9 +160,11 @@ def check_history(messages: Sequence[Any], hook: str | None = None) -> tuple[Cha
             else:
                 dropped.append(m.id)
             continue
-        close()
-        answered = set()
-        if isinstance(m, AiMessage) and m.tool_execution_requests:
+        if calls:
+            _unanswered(calls, by, hook)
+        if answered:
+            answered = set()
+        if kind == _AI and m.tool_execution_requests:
             for c in m.tool_execution_requests:
                 if c.id in calls:
                     raise InvalidHistoryError(
@@ -165,7 +175,8 @@ def check_history(messages: Sequence[Any], hook: str | None = None) -> tuple[Cha
                     )
                 calls[c.id] = c.name
         out.append(m)
-    close()
+    if calls:
+        _unanswered(calls, by, hook)
     if not out:
         raise InvalidHistoryError(f"the history rewritten{by} is empty", hook=hook)
     if dropped:
@@ -176,6 +187,19 @@ def check_history(messages: Sequence[Any], hook: str | None = None) -> tuple[Cha
             ", ".join(dropped),
         )
     return tuple(out)
+
+
+def _unanswered(calls: dict[str, str], by: str, hook: str | None) -> None:
+    call_id, tool = next(iter(calls.items()))
+    raise InvalidHistoryError(
+        f"the history rewritten{by} leaves the call {call_id!r} of {tool!r} without its "
+        "result right after the AI message that made it (every tool call needs exactly one "
+        "result; replace a result with a short stub instead of dropping it, or drop the AI "
+        "message with its results)",
+        hook=hook,
+        call_id=call_id,
+        tool_name=tool,
+    )
 
 
 def _tokens(usage: TokenUsage | None) -> tuple[int | None, int | None, int | None]:
@@ -441,7 +465,7 @@ class PolicyRun:
         label = None
         for bound in self.request_hooks:
             out = await _maybe(bound.func(request, self.step))
-            if out is None:
+            if out is None or out is request:
                 continue
             if not isinstance(out, ChatRequest):
                 raise TypeError(
@@ -607,12 +631,16 @@ class HookedExecutor:
     """Runs each call of `inner` (an executor) through around-tool-call `hooks`; the loop
     and the durable layer look through it to `inner`."""
 
-    __slots__ = ("ctx", "hooks", "inner")
+    __slots__ = ("ctx", "hooks", "inline", "inner")
 
-    def __init__(self, inner: Any, hooks: Sequence[_Bound], ctx: ToolContext) -> None:
+    def __init__(
+        self, inner: Any, hooks: Sequence[_Bound], ctx: ToolContext, *, inline: bool = False
+    ) -> None:
         self.inner = inner
         self.hooks = hooks
         self.ctx = ctx
+        self.inline = inline
+        """Run `inner` (a plain sync tool) on the loop's own thread (the sync face)."""
 
     async def aexecute_with_result(
         self, request: ToolExecutionRequest, memory_id: Any = None, **kwargs: Any
@@ -620,6 +648,9 @@ class HookedExecutor:
         inner = self.inner
 
         async def execute(given: ToolExecutionRequest) -> ToolExecutionResult:
+            if self.inline:
+                done: ToolExecutionResult = inner.execute_with_result(given, memory_id, **kwargs)
+                return done
             result: ToolExecutionResult = await inner.aexecute_with_result(
                 given, memory_id, **kwargs
             )

@@ -22,6 +22,7 @@ around-hooks nest, the first outermost.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -198,9 +199,8 @@ class _HistoryHook(Hook):
                 f"{type(out).__name__}"
             )
         messages = tuple(out)
-        if len(messages) == len(request.messages) and all(
-            a is b for a, b in zip(messages, request.messages, strict=True)
-        ):
+        given = request.messages
+        if len(messages) == len(given) and all(map(operator.is_, messages, given)):
             return request
         return request.model_copy(update={"messages": messages})
 

@@ -1908,7 +1908,7 @@ class ToolService:
         hooks = self._tool_hooks(run)
         if hooks:  # around the tool's executor, inside its guardrails (as in a durable step)
             entry = dataclasses.replace(
-                entry, executor=self._hooked_executor(entry.executor, hooks, call, run)
+                entry, executor=self._hooked_executor(entry.executor, hooks, call, run, inline)
             )
         try:
             executor = entry.executor
@@ -1963,10 +1963,15 @@ class ToolService:
         return run.policy.tool_hooks if run.policy is not None else ()
 
     def _hooked_executor(
-        self, executor: Any, hooks: Sequence[Any], call: ToolExecutionRequest, run: _Run
+        self,
+        executor: Any,
+        hooks: Sequence[Any],
+        call: ToolExecutionRequest,
+        run: _Run,
+        inline: bool = False,
     ) -> HookedExecutor:
         ctx = ToolContext(call.name, call.id, run.memory_id, run.context, self.callbacks)
-        return HookedExecutor(executor, hooks, ctx)
+        return HookedExecutor(executor, hooks, ctx, inline=inline and _is_plain_sync(executor))
 
     async def _after_result(
         self, call: ToolExecutionRequest, result: ToolExecutionResult, run: _Run
