@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -17,20 +17,38 @@ __all__ = ["ChatRequest", "ChatRequestParameters", "ToolChoice"]
 
 @dataclass(frozen=True, slots=True)
 class ToolChoice:
-    """Whether and which tools the model must call: `AUTO`, `REQUIRED`, `NONE`, or
-    `ToolChoice.tool("name")` for one specific tool."""
+    """Whether and which tools the model must call: `AUTO`, `REQUIRED`, `NONE`,
+    `ToolChoice.tool("name")` for one specific tool, or `ToolChoice.allowed_tools(names)`
+    (with `required=True`: must call one of them) for a subset of the offered tools; the
+    other tools stay in the request (docs/providers.md, Allowed tools)."""
 
     mode: Literal["auto", "required", "none", "tool"]
     name: str | None = None
+    allowed: tuple[str, ...] | None = None
+    """The allowed subset (mode "auto" or "required"); None: every offered tool."""
 
     AUTO: ClassVar[ToolChoice]
     REQUIRED: ClassVar[ToolChoice]
     NONE: ClassVar[ToolChoice]
 
+    def __post_init__(self) -> None:
+        if self.allowed is not None:
+            if self.mode not in ("auto", "required"):
+                raise ValueError("an allowed-tools subset takes mode 'auto' or 'required'")
+            if not self.allowed or not all(isinstance(n, str) for n in self.allowed):
+                raise ValueError("an allowed-tools subset names at least one tool (strings)")
+
     @classmethod
     def tool(cls, name: str) -> ToolChoice:
         """Force a call of the tool called `name`."""
         return cls("tool", name)
+
+    @classmethod
+    def allowed_tools(cls, names: Iterable[str], *, required: bool = False) -> ToolChoice:
+        """Let the model call only the tools called `names` (all offered tools stay in the
+        request where the provider allows it); `required`: it must call one of them."""
+        unique = tuple(dict.fromkeys([names] if isinstance(names, str) else names))
+        return cls("required" if required else "auto", allowed=unique)
 
     @classmethod
     def parse(cls, value: ToolChoice | str | None) -> ToolChoice | None:
@@ -41,7 +59,40 @@ class ToolChoice:
             return cls(value)  # type: ignore[arg-type]
         return cls.tool(value)
 
+    @property
+    def forces(self) -> bool:
+        """Whether the model must call a tool (`REQUIRED`, `tool(...)`, a required subset)."""
+        return self.mode in ("required", "tool")
+
+    def names_in(self, offered: Iterable[str]) -> list[str]:
+        """The names of `offered` this choice lets the model call, in `offered`'s order."""
+        if self.mode == "none":
+            return []
+        if self.mode == "tool":
+            return [n for n in offered if n == self.name]
+        if self.allowed is None:
+            return list(offered)
+        allowed = set(self.allowed)
+        return [n for n in offered if n in allowed]
+
+    def missing(self, offered: Iterable[str]) -> list[str]:
+        """The tools this choice names that are not among `offered`."""
+        names = set(offered)
+        wanted = (self.name,) if self.mode == "tool" else self.allowed or ()
+        return [n for n in wanted if n is not None and n not in names]
+
+    def renamed(self, rename: Callable[[str], str]) -> ToolChoice:
+        """This choice with every tool name passed through `rename`."""
+        if self.mode == "tool" and self.name is not None:
+            return ToolChoice.tool(rename(self.name))
+        if self.allowed is not None:
+            return ToolChoice(self.mode, allowed=tuple(rename(n) for n in self.allowed))
+        return self
+
     def __repr__(self) -> str:
+        if self.allowed is not None:
+            extra = ", required=True" if self.mode == "required" else ""
+            return f"ToolChoice.allowed_tools({list(self.allowed)!r}{extra})"
         return (
             f"ToolChoice.tool({self.name!r})"
             if self.mode == "tool"

@@ -23,6 +23,7 @@ from ..dialects import anthropic_tools, to_anthropic_strict
 from ..errors import SchemaError
 from ..execution.requests import ToolExecutionRequest
 from ..schema.output import OutputSchema
+from ._allowed import restrict_to_allowed
 from ._answer import ANSWER_DESCRIPTION, Answer, answer_schema, answer_text
 from ._base import HttpChatModel, arguments_object, compact_json
 from ._http import (
@@ -383,7 +384,10 @@ class AnthropicChatModel(HttpChatModel):
             body["top_p"] = params.top_p
         if params.stop:
             body["stop_sequences"] = list(params.stop)
-        tools = params.tools or ()
+        # no allowed-tools field: a subset is sent as its tools alone (docs/providers.md)
+        tools, choice = restrict_to_allowed(self, params.tool_choice, params.tools or ())
+        if choice is not params.tool_choice:
+            params = params.model_copy(update={"tool_choice": choice})
         output = self.output_schema(params)
         if output is not None:
             if any(card.name == ANSWER_TOOL for card in tools):
@@ -399,10 +403,10 @@ class AnthropicChatModel(HttpChatModel):
             body["tool_choice"] = self._answer_choice(params, tools)
         elif tools:
             body["tools"] = anthropic_tools(tools, self.strict_tools)
-            choice = self._tool_choice(params.tool_choice, params.parallel_tool_calls, tools)
-            if choice is not None:
-                body["tool_choice"] = choice
-        elif params.tool_choice is not None and params.tool_choice.mode in ("required", "tool"):
+            wire = self._tool_choice(params.tool_choice, params.parallel_tool_calls, tools)
+            if wire is not None:
+                body["tool_choice"] = wire
+        elif params.tool_choice is not None and params.tool_choice.forces:
             raise self.unsupported(
                 "tool_choice", f"{params.tool_choice!r} needs tools in the request"
             )

@@ -34,6 +34,7 @@ from ..chat.response import ChatResponse, FinishReason, TokenUsage
 from ..errors import MissingApiKeyError, ProviderError, RateLimitError
 from ..execution.content import EmbeddedResource, FileContent, ImageContent, TextContent
 from ..execution.requests import ToolExecutionRequest
+from ._allowed import restrict_to_allowed
 from ._answer import ANSWER_DESCRIPTION, Answer, answer_schema, answer_text
 from ._base import HttpChatModel, StreamParser, arguments_object
 from ._eventstream import EXCEPTION_PREFIX, AwsEventStreamDecoder
@@ -512,10 +513,11 @@ class BedrockChatModel(HttpChatModel):
             body["inferenceConfig"] = config
         if params.parallel_tool_calls is False:
             raise self.unsupported("parallel_tool_calls", "Converse cannot forbid parallel calls")
-        tools = list(params.tools or ())
+        # no allowed-tools field: a subset is sent as its tools alone (docs/providers.md)
+        subset, choice = restrict_to_allowed(self, params.tool_choice, params.tools or ())
+        tools = list(subset)
         specs = [self._tool_spec(c.name, c.description, c.input_params) for c in tools]
         output = self.output_schema(params)
-        choice = params.tool_choice
         if output is not None:
             if any(card.name == ANSWER_TOOL for card in tools):
                 raise self.unsupported(

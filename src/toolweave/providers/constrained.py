@@ -117,11 +117,13 @@ class ConstrainedToolCalling:
         reason = ""
         if choice is not None and choice.mode == "none":
             mode, reason = "answer", "tool_choice=none"
-        elif choice is not None and choice.mode == "tool":
-            tools = tuple(card for card in tools if card.name == choice.name)
-            mode = "tools"
-        elif choice is not None and choice.mode == "required":
-            mode = "tools"
+        elif choice is not None:
+            # a forced tool or an allowed-tools subset: the plan admits only those tools
+            if choice.mode == "tool" or choice.allowed is not None:
+                names = set(choice.names_in(card.name for card in tools))
+                tools = tuple(card for card in tools if card.name in names)
+            if choice.forces:
+                mode = "tools"
         if not tools:
             mode, reason = "answer", reason or "no tools"
         rounds = _rounds_since_user(request.messages)

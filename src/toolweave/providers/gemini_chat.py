@@ -339,7 +339,9 @@ class GeminiChatModel(HttpChatModel):
                 body["toolConfig"] = {
                     "functionCallingConfig": self._tool_choice(params.tool_choice, tools)
                 }
-        elif params.tool_choice is not None and params.tool_choice.mode in ("required", "tool"):
+        elif params.tool_choice is not None and (
+            params.tool_choice.forces or params.tool_choice.allowed is not None
+        ):
             raise self.unsupported(
                 "tool_choice", f"{params.tool_choice!r} needs tools in the request"
             )
@@ -384,6 +386,16 @@ class GeminiChatModel(HttpChatModel):
         return config
 
     def _tool_choice(self, choice: ToolChoice, tools: tuple[Any, ...]) -> dict[str, Any]:
+        if choice.allowed is not None:
+            missing = choice.missing(card.name for card in tools)
+            if missing:
+                raise self.unsupported(
+                    "tool_choice", f"no tool named {missing[0]!r} in the request"
+                )
+            # AUTO takes no allowedFunctionNames; VALIDATED is AUTO with the calls limited to
+            # them (and checked by constrained decoding)
+            mode = "ANY" if choice.mode == "required" else "VALIDATED"
+            return {"mode": mode, "allowedFunctionNames": list(choice.allowed)}
         if choice.mode == "auto":
             return {"mode": "AUTO"}
         if choice.mode == "required":

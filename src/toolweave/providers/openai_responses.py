@@ -540,7 +540,7 @@ class OpenAIResponsesChatModel(HttpChatModel):
         choice = params.tool_choice
         if choice is not None:
             if not tools:
-                if choice.mode in ("required", "tool"):
+                if choice.forces or choice.allowed is not None:
                     raise self.unsupported("tool_choice", f"{choice!r} needs tools in the request")
             else:
                 body["tool_choice"] = self._tool_choice(choice, cards)
@@ -585,6 +585,17 @@ class OpenAIResponsesChatModel(HttpChatModel):
                     "tool_choice", f"no tool named {choice.name!r} in the request"
                 )
             return {"type": "function", "name": choice.name}
+        if choice.allowed is not None:
+            missing = choice.missing(card.name for card in cards)
+            if missing:
+                raise self.unsupported(
+                    "tool_choice", f"no tool named {missing[0]!r} in the request"
+                )
+            return {
+                "type": "allowed_tools",
+                "mode": choice.mode,
+                "tools": [{"type": "function", "name": n} for n in choice.allowed],
+            }
         return choice.mode
 
     def _items(self, message: Any) -> list[dict[str, Any]]:

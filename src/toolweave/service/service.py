@@ -1002,6 +1002,11 @@ class ToolService:
             cards = (*given, *(c for c in cards if c.name not in names))
         if not cards:
             return run.parameters
+        chosen = None if run.offering is None else run.offering.tool_choice
+        own = run.parameters.tool_choice
+        if chosen is not None and not (own is not None and own.mode == "none"):
+            # the toolsets' choice for the step (docs/toolsets.md); the caller's NONE stands
+            return run.parameters.model_copy(update={"tools": cards, "tool_choice": chosen})
         return run.parameters.model_copy(update={"tools": cards})
 
     async def _fire(self, event: str, **kwargs: Any) -> None:
@@ -1051,8 +1056,14 @@ class ToolService:
                     stepped = False
                 if rounds and self._forces_tools(run):
                     # a forced choice would make the model call tools forever
+                    forced = run.parameters.tool_choice
+                    allowed = None if forced is None else forced.allowed
                     run.parameters = run.parameters.model_copy(
-                        update={"tool_choice": ToolChoice.AUTO}
+                        update={
+                            "tool_choice": ToolChoice.AUTO
+                            if allowed is None
+                            else ToolChoice.allowed_tools(allowed)  # the subset stays
+                        }
                     )
                     parameters = self._parameters(run)
                 elif (

@@ -6,6 +6,7 @@ Layer: above `tools`, `execution` and `chat`; below `service`, `mcp` and `http`.
 
 from .abstract import ToolNameConflictError, Toolset, ToolsetTool
 from .approval import ApprovalRequiredToolset
+from .choosing import ChoosingToolset
 from .combined import CombinedToolset
 from .filtered import FilteredToolset
 from .function import FunctionToolset
@@ -21,6 +22,7 @@ from .wrapper import WrapperToolset
 
 __all__ = [
     "ApprovalRequiredToolset",
+    "ChoosingToolset",
     "CombinedToolset",
     "FilteredToolset",
     "FunctionToolset",

@@ -18,12 +18,15 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .._utils.limit import Limit
 from ..errors import ToolCardError
 from ..tools.card import ToolCard
 from .step import StepContext
+
+if TYPE_CHECKING:
+    from ..chat.request import ToolChoice
 
 __all__ = ["ToolNameConflictError", "Toolset", "ToolsetTool", "same_or_new"]
 
@@ -145,6 +148,11 @@ class Toolset(ABC):
         """Text to add to the system message of the step `ctx` (None: nothing)."""
         return None
 
+    async def tool_choice(self, ctx: StepContext) -> ToolChoice | None:
+        """Which of the set's tools the model may call in the step `ctx` (asked after
+        `get_tools` with the same `ctx`); None: any of them, as the request says."""
+        return None
+
     def __repr__(self) -> str:
         return self.label
 
@@ -173,6 +181,12 @@ class Toolset(ABC):
         """Every call of the set waits for approval: `policy` is True, or a function of the
         arguments and the `ToolContext` (docs/approvals.md); False lifts the cards' own."""
         return self._transform("with_approval", policy)
+
+    def choosing(self, choose: Callable[..., Any]) -> Toolset:
+        """Per step, `choose(ctx, cards)` (sync or async) returns a `ToolChoice` naming which
+        of the set's tools the model may call (`ToolChoice.allowed_tools([...])`), while all
+        stay offered; None: no restriction (docs/toolsets.md)."""
+        return self._transform("choosing", choose)
 
     def wrapped(self, around: Callable[..., Any]) -> Toolset:
         """Run every call of the set through `await around(request, call_next)`, where

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+from ..chat.request import ToolChoice
 from .abstract import ToolNameConflictError, Toolset, ToolsetTool, same_or_new
+from .choosing import merge_choices
 from .step import StepContext
 
 __all__ = ["CombinedToolset", "check_unique"]
@@ -55,6 +57,12 @@ class CombinedToolset(Toolset):
         self._made = same_or_new(self._made, [t for tools in results for t in tools])
         self._seen = results
         return self._made
+
+    async def tool_choice(self, ctx: StepContext) -> ToolChoice | None:
+        choices = [await t.tool_choice(ctx) for t in self.toolsets]
+        if all(c is None for c in choices) or self._seen is None:
+            return None
+        return merge_choices(list(zip(choices, self._seen or (), strict=True)))
 
     async def instructions(self, ctx: StepContext) -> str | None:
         texts = [await t.instructions(ctx) for t in self.toolsets]

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..chat.messages import ChatMessage, SystemMessage
+from ..chat.request import ToolChoice
 from ..tools.card import ToolCard
 from .abstract import Toolset, ToolsetTool
+from .choosing import merge_choices
 from .combined import check_unique
 from .step import StepContext
 
@@ -19,7 +21,7 @@ class Offering:
     their instructions. `step` rebuilds `tools` and `cards` only when a set answered with
     other tools than at the step before (by identity)."""
 
-    __slots__ = ("_answers", "cards", "instructions", "tools", "toolsets")
+    __slots__ = ("_answers", "cards", "instructions", "tool_choice", "tools", "toolsets")
 
     def __init__(self, toolsets: Sequence[Toolset]) -> None:
         self.toolsets = tuple(toolsets)
@@ -30,15 +32,26 @@ class Offering:
         """The step's cards, in order: each set's in the order of `toolsets`."""
         self.instructions: str | None = None
         """The step's instructions, joined (None: none)."""
+        self.tool_choice: ToolChoice | None = None
+        """The step's choice from the sets' `tool_choice` (None: no set restricts)."""
 
     async def step(self, ctx: StepContext) -> bool:
-        """Ask every toolset for the step `ctx`; whether the tools changed."""
+        """Ask every toolset for the step `ctx`; whether its tools or its tool choice
+        changed."""
         answers = tuple([await t.get_tools(ctx) for t in self.toolsets])
         texts = [await t.instructions(ctx) for t in self.toolsets]
         self.instructions = "\n\n".join(t for t in texts if t) or None
+        choices = [await t.tool_choice(ctx) for t in self.toolsets]
+        choice = (
+            None
+            if all(c is None for c in choices)
+            else merge_choices(list(zip(choices, answers, strict=True)))
+        )
+        chose = choice != self.tool_choice
+        self.tool_choice = choice
         previous = self._answers
         if previous is not None and all(a is b for a, b in zip(previous, answers, strict=True)):
-            return False
+            return chose
         check_unique(list(zip(self.toolsets, answers, strict=True)))
         self._answers = answers
         self.tools = {t.card.name: t for tools in answers for t in tools}

@@ -23,6 +23,9 @@ class PrefixedToolset(WrapperToolset):
     def label(self) -> str:
         return f"{self.inner.label}.prefixed({self.prefix!r})"
 
+    def outer_name(self, name: str) -> str:
+        return self.prefix + name
+
     def transform(self, tools: Sequence[ToolsetTool]) -> Sequence[ToolsetTool]:
         out = []
         for t in tools:

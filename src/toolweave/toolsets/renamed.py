@@ -24,6 +24,9 @@ class RenamedToolset(WrapperToolset):
     def label(self) -> str:
         return f"{self.inner.label}.renamed({self.names!r})"
 
+    def outer_name(self, name: str) -> str:
+        return self.names.get(name, name)
+
     def transform(self, tools: Sequence[ToolsetTool]) -> Sequence[ToolsetTool]:
         out = []
         for t in tools:

@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from ..chat.request import ToolChoice
 from ..tools.card import ToolCard
 from .abstract import Toolset, ToolsetTool, same_or_new
 from .step import StepContext
@@ -57,3 +58,14 @@ class WrapperToolset(Toolset):
 
     async def instructions(self, ctx: StepContext) -> str | None:
         return await self.inner.instructions(ctx)
+
+    async def tool_choice(self, ctx: StepContext) -> ToolChoice | None:
+        choice = await self.inner.tool_choice(ctx)
+        if choice is None or type(self).outer_name is WrapperToolset.outer_name:
+            return choice
+        return choice.renamed(self.outer_name)
+
+    def outer_name(self, name: str) -> str:
+        """The name this set offers the inner set's tool `name` under (a renaming
+        transform overrides it, so a `ToolChoice` of the inner set keeps naming its tools)."""
+        return name
