@@ -739,6 +739,38 @@ async def test_the_cli_serves_an_mcp_auth_object_from_a_module(
         served.stop()
 
 
+async def test_a_gateways_proxied_tools_take_scopes_by_their_served_names(
+    auth_server: AuthorizationServer, tmp_path: Path
+) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    env = {
+        "AUTH_ISSUER": auth_server.issuer,
+        "AUTH_PUBLIC_KEY": auth_server.public_pem(),
+        "AUTH_RESOURCE": url,
+        "AUTH_TOOL_SCOPES": json.dumps({"up_whoami": ["admin"]}),
+    }
+    upstream = f"up={sys.executable} -m toolweave mcp serve {TOOLS}"
+    served = Served(
+        "--auth", f"{TOOLS}:auth", "--proxy", upstream, tmp=tmp_path, env=env, port=port
+    )
+    try:
+        token = auth_server.mint(audience=url, scope="mcp")
+        async with asyncio.timeout(TEST_TIMEOUT), McpClient(config(served, token)) as client:
+            names = {t.name for t in await client.list_tools()}
+            assert {"whoami", "up_whoami"} <= names
+            assert json.loads(text(await client.call_tool("whoami", {})))["scopes"] == ["mcp"]
+            with pytest.raises(McpAuthError) as caught:
+                await client.call_tool("up_whoami", {})
+            assert caught.value.details["scope"] == "mcp admin"
+        admin = auth_server.mint(audience=url, scope="mcp admin")
+        async with asyncio.timeout(TEST_TIMEOUT), McpClient(config(served, admin)) as client:
+            # the upstream runs over stdio without auth: it sees no identity (and no token)
+            assert json.loads(text(await client.call_tool("up_whoami", {}))) is None
+    finally:
+        served.stop()
+
+
 def test_a_tool_called_without_auth_has_no_identity() -> None:
     sys.path.insert(0, str(SERVERS))
     try:

@@ -8,8 +8,9 @@ needs the ``files:write`` scope (declared on its card), the ``plans://`` resourc
 Run as a script (``python mcp_auth_tools.py streamable-http|sse PORT``) it serves them with
 ``serve_mcp(auth=McpAuth(...))``: a static public key (PEM in ``AUTH_PUBLIC_KEY``, issuer
 ``AUTH_ISSUER``), the ``mcp`` scope needed for everything, ``files`` implying
-``files:read`` and ``files:write``. With ``AUTH_RESOURCE`` set too, `auth` is such an
-`McpAuth`, for ``toolweave mcp serve mcp_auth_tools.py --auth mcp_auth_tools.py:auth``.
+``files:read`` and ``files:write`` (and ``AUTH_TOOL_SCOPES``, JSON, as `tool_scopes`).
+With ``AUTH_RESOURCE`` set too, `auth` is such an `McpAuth`, for
+``toolweave mcp serve mcp_auth_tools.py --auth mcp_auth_tools.py:auth``.
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ def static_key_auth(resource: str) -> McpAuth:
         resource=resource,
         required_scopes=["mcp"],
         implied_scopes={"files": ["files:read", "files:write"]},
+        tool_scopes=json.loads(os.environ.get("AUTH_TOOL_SCOPES", "{}")),
     )
 
 
