@@ -26,6 +26,7 @@ from toolweave import (
     ToolExecutionResultMessage,
     ToolService,
     UserMessage,
+    history_processor,
     tool,
 )
 from toolweave.toolsets import FunctionToolset
@@ -53,7 +54,7 @@ def test_a_result_over_the_cap_reaches_the_model_cut_with_a_marker(mode: str) ->
     result = run(mode, ToolService().tools(report), model)
     answer = _results(model, 1)[-1]
     preview, marker = answer.text.split("\n[Output truncated:")
-    assert preview == TEXT[:100]
+    assert preview + "\n" == TEXT[:100]  # ends at a line's end
     assert "the result of report is 10,000 characters" in marker
     assert "limit of 100 characters" in marker
     assert "9,900 characters cut" in marker
@@ -280,3 +281,26 @@ def test_old_tool_results_become_stubs_naming_what_was_there() -> None:
     assert small == history  # results of at most min_chars are kept
     kept = ClearToolResults(keep_rounds=0, keep_tools=["fetch"])(history)
     assert kept == history
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_processor_plugs_into_the_before_model_request_hook(mode: str) -> None:
+    @tool
+    def fetch(n: int) -> str:
+        """Fetch a page."""
+        return f"page {n} " * 100
+
+    model = ScriptedChatModel(
+        [
+            *[ai_calls(call("fetch", f'{{"n": {i}}}', id=f"f{i}")) for i in range(3)],
+            AiMessage("done"),
+        ]
+    )
+    hook = history_processor(ClearToolResults(keep_rounds=1))
+    result = run(mode, ToolService(hooks=[hook]).tools(fetch), model)
+    last = _results(model, 3)
+    assert [m.text.startswith("[Result of fetch (call ") for m in last] == [True, True, False]
+    assert "call f0, 700 characters" in last[0].text
+    assert last[2].text == "page 2 " * 100
+    assert_history_valid(result.messages)
+    assert [m.text[:7] for m in _results(model, 2)] == ["[Result", "page 1 "]

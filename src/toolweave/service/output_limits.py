@@ -316,6 +316,10 @@ def cut(
                 int(min(chars_left, len(text))),
                 int(tokens_left) if tokens_left != math.inf else 0,
             )
+            if 0 < n < len(text):  # end at a line's end when one is near
+                newline = text.rfind("\n", 0, n)
+                if newline >= 0 and newline + 1 >= n * 0.8:
+                    n = newline + 1
             if n:
                 kept.append((text[:n], None))
         break
@@ -355,7 +359,7 @@ def cut(
         },
     }
     if not result.contents:
-        preview = kept[0][0] if kept else ""
+        preview = (kept[0][0] or "").removesuffix("\n") if kept else ""
         text = f"{preview}\n{marker}" if preview else marker
         out = ToolExecutionResult(
             text=text,
