@@ -547,3 +547,39 @@ def test_the_sync_face_still_runs_a_sync_tool_on_its_own_thread_under_a_tool_hoo
         .achat(ScriptedChatModel([ai_calls(call("here")), AiMessage("done")]), None, "hi")
     )
     assert where == [True, False]  # inline in `chat` (no thread hop), a worker in `achat`
+
+
+def test_cancelling_a_conversation_stops_what_a_sync_tool_hook_started() -> None:
+    started, cancelled, hook_done = threading.Event(), threading.Event(), threading.Event()
+
+    @tool
+    async def slow() -> str:
+        """Take long."""
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "late"
+
+    def blocking(c: ToolExecutionRequest, call_tool: Any, ctx: ToolContext) -> Any:
+        try:
+            return call_tool(c)
+        finally:
+            hook_done.set()
+
+    service = ToolService(hooks=[around_tool_call(blocking)]).tools(slow)
+    model = ScriptedChatModel([ai_calls(call("slow")), AiMessage("done")])
+
+    async def main() -> None:
+        task = asyncio.create_task(service.achat(model, None, "hi"))
+        assert await asyncio.to_thread(started.wait, 5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # while the loop still runs: the tool stopped, the hook's thread is free
+        assert await asyncio.to_thread(cancelled.wait, 5)
+        assert await asyncio.to_thread(hook_done.wait, 5)
+
+    asyncio.run(main())

@@ -10,6 +10,7 @@ limits replace the service's).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import inspect
 import logging
@@ -96,11 +97,20 @@ async def _around(bound: _Bound, value: Any, call_next: Callable[[Any], Any], ct
     if not bound.sync_around:
         return await _maybe(bound.func(value, call_next, ctx))
     loop = asyncio.get_running_loop()
+    inner: list[concurrent.futures.Future[Any]] = []
 
     def blocking_next(given: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(call_next(given), loop).result()
+        future = asyncio.run_coroutine_threadsafe(call_next(given), loop)
+        inner.append(future)
+        return future.result()
 
-    return await _maybe(await to_thread(bound.func, value, blocking_next, ctx))
+    try:
+        out = await to_thread(bound.func, value, blocking_next, ctx)
+    except asyncio.CancelledError:
+        for future in inner:  # what the hook started stops with it (and frees its thread)
+            future.cancel()
+        raise
+    return await _maybe(out)
 
 
 def _same(a: Sequence[Any], b: Sequence[Any]) -> bool:
@@ -250,7 +260,7 @@ class Policies:
     ) -> PolicyRun | None:
         """The policies of one conversation: `service`'s hooks, then `hooks`; `limits`
         (else the service's). None when there are none."""
-        own = Policies.of(hooks, limits) if hooks or limits is not None else None
+        own = Policies.of(hooks, limits)
         if own is None:
             return None if service is None else PolicyRun(service.points, service.limits)
         if service is None:
