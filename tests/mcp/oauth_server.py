@@ -137,6 +137,11 @@ class AuthorizationServer:
             .decode()
         )
 
+    def public_jwk(self) -> dict[str, Any]:
+        """The newest signing key's public half, as a JWK (with its kid)."""
+        kid, key = self.keys[-1]
+        return {**ECAlgorithm.to_jwk(key.public_key(), as_dict=True), "kid": kid}
+
     def revoke(self, token: str) -> None:
         self.revoked.add(jwt.decode(token, options={"verify_signature": False})["jti"])
 

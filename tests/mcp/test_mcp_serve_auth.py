@@ -719,6 +719,32 @@ def test_the_cli_refuses_an_auth_it_cannot_serve(args: list[str], why: str) -> N
     assert why in done.stderr
 
 
+@pytest.mark.parametrize("form", ["pem", "jwk", "jwks"])
+async def test_the_cli_verifies_with_a_static_key_file(
+    auth_server: AuthorizationServer, tmp_path: Path, form: str
+) -> None:
+    key_file = tmp_path / f"key.{form}"
+    if form == "pem":
+        key_file.write_text(auth_server.public_pem())
+    elif form == "jwk":
+        key_file.write_text(json.dumps(auth_server.public_jwk()))
+    else:
+        key_file.write_text(json.dumps({"keys": [auth_server.public_jwk()]}))
+    args = ["--auth", "jwt", "--auth-issuer", auth_server.issuer, "--auth-key-file", str(key_file)]
+    served = Served(*args, tmp=tmp_path)
+    hits = auth_server.jwks_hits
+    try:
+        assert (await post(served, auth_server.mint(audience=served.url))).status_code == 200
+        stranger = AuthorizationServer()  # never started: only its key signs
+        forged = stranger.mint(
+            audience=served.url, issuer=auth_server.issuer, kid=auth_server.keys[-1][0]
+        )
+        assert (await post(served, forged)).status_code == 401
+    finally:
+        served.stop()
+    assert auth_server.jwks_hits == hits  # the keys came from the file
+
+
 async def test_the_cli_serves_an_mcp_auth_object_from_a_module(
     auth_server: AuthorizationServer, tmp_path: Path
 ) -> None:
