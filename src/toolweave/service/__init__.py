@@ -33,7 +33,7 @@ from .result import (
     ToolExecutionStarted,
     ToolProgress,
 )
-from .search import KeywordToolSearch, ToolSearchStrategy
+from .search import EmbeddingToolSearch, KeywordToolSearch, ToolSearchStrategy
 from .service import ServiceEvent, ToolService
 from .subagent import ConversationTool, NestedEvent, NestedPendingCall
 
@@ -50,6 +50,7 @@ __all__ = [
     "Decision",
     "DeferredResult",
     "Deny",
+    "EmbeddingToolSearch",
     "HallucinatedToolAnswer",
     "HallucinatedToolStrategy",
     "HallucinatedToolStrategyFunction",

@@ -10,18 +10,30 @@ Scoring (LangChain4j's `SimpleToolSearchStrategy` rules): terms are split on whi
 lower-cased and de-duplicated; a tool scores +2 for each term its name contains and +1 for
 each term its description contains; tools below `min_score` are dropped; the best
 `max_results` are returned, ties in registration order.
+
+`EmbeddingToolSearch(embed)` ranks by cosine similarity with the user's own embedding
+function instead (no model is bundled). Any `ToolSearchStrategy` subclass works, for the
+service and for a toolset's `.searchable(strategy)` (docs/toolsets.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import math
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..errors import ToolArgumentsError
+from ..execution.results import ToolExecutionResult
 from ..schema.parameters import ToolParameters
 from ..tools.card import ToolCard
 
-__all__ = ["FOUND_TOOLS_ATTRIBUTE", "KeywordToolSearch", "ToolSearchStrategy"]
+__all__ = [
+    "FOUND_TOOLS_ATTRIBUTE",
+    "EmbeddingToolSearch",
+    "KeywordToolSearch",
+    "ToolSearchStrategy",
+    "found_result",
+]
 
 FOUND_TOOLS_ATTRIBUTE = "found_tools"
 
@@ -35,6 +47,17 @@ class ToolSearchStrategy:
     def search(self, arguments: dict[str, Any], hidden: Sequence[ToolCard]) -> list[ToolCard]:
         """The hidden tools that match `arguments` (the search tool's arguments)."""
         raise NotImplementedError
+
+
+def found_result(names: Sequence[str], **attributes: Any) -> ToolExecutionResult:
+    """The search tool's result for the tools `names` found: the text the model reads, the
+    names as the result, and `FOUND_TOOLS_ATTRIBUTE` (plus `attributes`) on the message."""
+    text = f"Tools found: {', '.join(names)}" if names else "No matching tools found"
+    return ToolExecutionResult(
+        text=text,
+        result=list(names),
+        attributes={FOUND_TOOLS_ATTRIBUTE: list(names), **attributes},
+    )
 
 
 class KeywordToolSearch(ToolSearchStrategy):
@@ -92,3 +115,71 @@ class KeywordToolSearch(ToolSearchStrategy):
                 scored.append((-score, order, card))
         scored.sort(key=lambda item: (item[0], item[1]))
         return [card for _, _, card in scored[: self.max_results]]
+
+
+Embed = Callable[[Sequence[str]], Sequence[Sequence[float]]]
+"""The user's embedding function: one vector per text, in order."""
+
+
+class EmbeddingToolSearch(ToolSearchStrategy):
+    """Semantic tool search with an embedding function of the caller's (`embed(texts)` ->
+    one vector per text; no model is bundled). Each card is embedded once (its name and
+    description, cached by that text); the model's `query` at each search. The best
+    `max_results` by cosine similarity, at least `min_similarity`, ties in order."""
+
+    def __init__(
+        self,
+        embed: Embed,
+        *,
+        max_results: int = 5,
+        min_similarity: float = 0.0,
+        always_visible: Iterable[str] = (),
+        tool_name: str = "tool_search_tool",
+    ) -> None:
+        if max_results < 1:
+            raise ValueError("max_results must be at least 1")
+        self.embed = embed
+        self.max_results = max_results
+        self.min_similarity = min_similarity
+        self.always_visible = frozenset(always_visible)
+        self._vectors: dict[str, Sequence[float]] = {}
+        self.card = ToolCard(
+            name=tool_name,
+            description=(
+                "Search the available tools by describing what you need. Call this first "
+                "when no visible tool fits the task; the tools found become callable."
+            ),
+            input_params=ToolParameters().add(
+                "query", "string", "what the tool you need should do", required=True
+            ),
+        )
+
+    def search(self, arguments: dict[str, Any], hidden: Sequence[ToolCard]) -> list[ToolCard]:
+        query = arguments.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise ToolArgumentsError(
+                f"{self.card.name} needs a non-empty string 'query', "
+                'e.g. {"query": "the weather in a city"}.',
+                tool_name=self.card.name,
+            )
+        texts = [f"{card.name}: {card.description}" for card in hidden]
+        new = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        if new:
+            vectors = list(self.embed(new))
+            if len(vectors) != len(new):
+                raise ValueError(f"embed returned {len(vectors)} vectors for {len(new)} texts")
+            self._vectors.update(zip(new, vectors, strict=True))
+        wanted = next(iter(self.embed([query])))
+        scored: list[tuple[float, int, ToolCard]] = []
+        for order, (card, text) in enumerate(zip(hidden, texts, strict=True)):
+            similarity = _cosine(wanted, self._vectors[text])
+            if similarity >= self.min_similarity:
+                scored.append((-similarity, order, card))
+        scored.sort(key=lambda item: (item[0], item[1]))
+        return [card for _, _, card in scored[: self.max_results]]
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=False))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0

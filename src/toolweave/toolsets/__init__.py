@@ -15,6 +15,7 @@ from .limited import LimitedToolset
 from .prefixed import PrefixedToolset
 from .prepared import PreparedToolset
 from .renamed import RenamedToolset
+from .searchable import SearchableToolset
 from .source import NameFilter, SourceToolset
 from .step import StepContext
 from .wrapped import WrappedToolset
@@ -32,6 +33,7 @@ __all__ = [
     "PrefixedToolset",
     "PreparedToolset",
     "RenamedToolset",
+    "SearchableToolset",
     "SourceToolset",
     "StepContext",
     "ToolNameConflictError",

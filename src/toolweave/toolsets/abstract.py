@@ -188,6 +188,12 @@ class Toolset(ABC):
         stay offered; None: no restriction (docs/toolsets.md)."""
         return self._transform("choosing", choose)
 
+    def searchable(self, strategy: Any = None) -> Toolset:
+        """Tool search over the set: the model sees a search tool plus the tools found so
+        far; `strategy` is a `ToolSearchStrategy` (`KeywordToolSearch()` by default, or
+        `EmbeddingToolSearch(embed)` with your embedding function; docs/toolsets.md)."""
+        return self._transform("searchable", strategy)
+
     def wrapped(self, around: Callable[..., Any]) -> Toolset:
         """Run every call of the set through `await around(request, call_next)`, where
         `await call_next(request)` runs it (with the request as given, or a changed one) and
