@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from toolweave.chat.messages import ToolExecutionResultMessage
 from toolweave.service.approvals import Approve
 from toolweave.service.subagent import NestedPendingCall
@@ -16,12 +18,13 @@ from .test_approvals import wait_pending
 from .test_kill import assert_valid_history
 
 
+@pytest.mark.parametrize("tool_queue", [False, True], ids=["in-process-tools", "queued-tools"])
 def test_a_nested_pause_in_a_durable_conversation_resumes_after_a_worker_restart(
-    workers: Workers, client_factory: Any
+    workers: Workers, client_factory: Any, tool_queue: bool
 ) -> None:
     tag = "nest-kill"
     cid = "conv-nest"
-    workers.start("w1")
+    workers.start("w1", tool_queue=tool_queue)
     client = client_factory()
     client.submit("nest", tag, queue="tw-conversations", conversation_id=cid)
     ((waiting_cid, call),) = wait_pending(client, cid)
@@ -33,7 +36,7 @@ def test_a_nested_pause_in_a_durable_conversation_resumes_after_a_worker_restart
     assert not workers.log.matching(f"pay inner-{tag} ")
 
     workers.kill("w1")
-    workers.start("w2", recover=["w1"])
+    workers.start("w2", tool_queue=tool_queue, recover=["w1"])
     ((_, again),) = wait_pending(client, cid)
     assert again.id == "p1"
     client.decide(cid, "p1", Approve())

@@ -48,12 +48,12 @@ from ..service.approvals import (
     already_decided,
     claim_key,
     decision_kind,
-    decision_message,
     read_decision,
     repeat_allowed,
 )
 from ..service.result import ChatCompleted, ToolChatResult
 from ..service.service import ServiceEvent, ToolService, _pause_of, _Run
+from ..service.subagent import decision_payload, read_decision_payload
 from ..tools.pause import ToolPause
 from ..toolsets.abstract import ToolsetTool
 from ..toolsets.offering import Offering
@@ -869,7 +869,7 @@ class DurableToolService(ToolService):
                     "injected": ctx.injected,
                 }
                 if call.id in state.approvals:  # it runs again after pausing itself
-                    payload["approval"] = decision_message(call.id, state.approvals[call.id])
+                    payload["approval"] = decision_payload(call.id, state.approvals[call.id])
                 if call.name not in self._entries and state.step is not None:
                     # a toolset's tool: the worker running the call asks the toolsets for
                     # this step again to find it
@@ -928,7 +928,7 @@ class DurableToolService(ToolService):
             entries,
         )
 
-        approval = read_decision(payload.get("approval"))
+        approval = read_decision_payload(payload.get("approval"))
 
         async def step(
             name: str, fn: Callable[[], Coroutine[Any, Any, dict[str, Any]]]

@@ -48,6 +48,8 @@ from .approvals import (
     InvalidConversationStateError,
     PendingCall,
     check_decision_kind,
+    decision_message,
+    read_decision,
 )
 from .result import ChatCompleted, ToolChatResult
 
@@ -59,7 +61,9 @@ __all__ = [
     "NestedPendingCall",
     "Task",
     "child_state",
+    "decision_payload",
     "nested_pending",
+    "read_decision_payload",
     "route_decisions",
     "route_pending",
     "subconversation_spent",
@@ -205,6 +209,29 @@ class NestedDecisions(Approve):
 
     state: ConversationState | None = None
     decisions: Mapping[str, Decision] = field(default_factory=dict)
+
+
+def decision_payload(call_id: str, decision: Decision) -> dict[str, Any]:
+    """`decision_message` (a decision as JSON data, for another process), keeping what a
+    `NestedDecisions` holds: the sub-conversation's state and the decisions for it."""
+    message = decision_message(call_id, decision)
+    if isinstance(decision, NestedDecisions) and decision.state is not None:
+        message["nested"] = {
+            "state": decision.state.model_dump(mode="json"),
+            "decisions": [decision_payload(k, d) for k, d in decision.decisions.items()],
+        }
+    return message
+
+
+def read_decision_payload(message: Any) -> tuple[str, Decision] | None:
+    """The (call id, decision) of a `decision_payload` (None for anything else)."""
+    found = read_decision(message)
+    nested = message.get("nested") if isinstance(message, Mapping) else None
+    if found is None or not isinstance(nested, Mapping) or not isinstance(found[1], Approve):
+        return found
+    inner = [read_decision_payload(m) for m in nested.get("decisions") or ()]
+    state = ConversationState.model_validate(nested.get("state"))
+    return found[0], NestedDecisions(state=state, decisions=dict(d for d in inner if d))
 
 
 def child_state(call: PendingCall) -> ConversationState | None:
