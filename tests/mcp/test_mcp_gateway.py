@@ -37,7 +37,10 @@ from toolweave.mcp import McpAuthError, McpClient, McpServerConfig, build_mcp_se
 from toolweave.mcp.gateway import McpProxy, proxy_from_spec
 from toolweave.mcp.hooks import ElicitationRequest
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
+]
 
 UPSTREAM = str(SERVERS / "mcp_gateway_upstream.py")
 GATEWAY = str(SERVERS / "mcp_gateway_server.py")
@@ -218,6 +221,31 @@ async def test_resource_and_prompt_list_changes_are_followed(
         assert [c.text for c in read.contents] == ["extra extra1"]  # type: ignore[union-attr]
         got = await client.get_prompt("up_extra1", {})
         assert got.messages[0].content.text == "extra extra1"  # type: ignore[union-attr]
+
+
+async def test_a_subscription_reaches_the_upstream_and_its_updates_the_client(
+    upstream_stdio: McpServerConfig,
+) -> None:
+    updated: list[str] = []
+    seen = asyncio.Event()
+
+    async def on_message(message: Any) -> None:
+        note = getattr(message, "root", message)
+        if isinstance(note, types.ResourceUpdatedNotification):
+            updated.append(str(note.params.uri))
+            seen.set()
+
+    async with gateway(upstream_stdio, message_handler=on_message) as client:
+        touched = await client.call_tool("up_touch", {"uri": "memo://readme"})
+        assert text(touched) == "nobody subscribed to memo://readme"
+        await client.subscribe_resource("memo://readme")
+        touched = await client.call_tool("up_touch", {"uri": "memo://readme"})
+        assert text(touched) == "touched memo://readme"
+        await seen.wait()
+        assert updated == ["memo://readme"]
+        await client.unsubscribe_resource("memo://readme")
+        touched = await client.call_tool("up_touch", {"uri": "memo://readme"})
+        assert text(touched) == "nobody subscribed to memo://readme"
 
 
 async def test_the_gateway_announces_list_changed(upstream_stdio: McpServerConfig) -> None:

@@ -163,6 +163,36 @@ async def complete(ref: object, argument: types.CompletionArgument, context: obj
     return types.Completion(values=[o for o in options if o.startswith(argument.value)])
 
 
+SUBSCRIBED: set[str] = set()
+
+
+async def _subscribe(ctx: object, params: types.SubscribeRequestParams) -> types.EmptyResult:
+    SUBSCRIBED.add(str(params.uri))
+    return types.EmptyResult()
+
+
+async def _unsubscribe(ctx: object, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+    SUBSCRIBED.discard(str(params.uri))
+    return types.EmptyResult()
+
+
+server._lowlevel_server.add_request_handler(
+    "resources/subscribe", types.SubscribeRequestParams, _subscribe
+)
+server._lowlevel_server.add_request_handler(
+    "resources/unsubscribe", types.UnsubscribeRequestParams, _unsubscribe
+)
+
+
+@server.tool()
+async def touch(uri: str, ctx: Context) -> str:
+    """Say `uri` changed, when a client subscribed to it."""
+    if uri not in SUBSCRIBED:
+        return f"nobody subscribed to {uri}"
+    await ctx.request_context.session.send_resource_updated(uri)
+    return f"touched {uri}"
+
+
 if __name__ == "__main__":
     transport = sys.argv[1] if len(sys.argv) > 1 else "stdio"
     if transport == "stdio":

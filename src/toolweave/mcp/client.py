@@ -26,6 +26,7 @@ import logging
 import math
 import sys
 import threading
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from typing import Any, Literal, TextIO, TypeVar
 
@@ -447,6 +448,8 @@ class _Connection:
             await self.hooks.list_changed("resources")
         elif isinstance(note, mcp_types.PromptListChangedNotification):
             await self.hooks.list_changed("prompts")
+        elif isinstance(note, mcp_types.ResourceUpdatedNotification):
+            await self.hooks.resource_updated(str(note.params.uri))
 
     async def close(self) -> None:
         self.alive = False
@@ -1073,6 +1076,18 @@ class _Core:
             home.stop()
 
 
+def _quietly(method: str, *args: Any) -> Callable[[Client], Awaitable[Any]]:
+    """A call of the SDK `Client`'s `method`, without the deprecation warning it gives on
+    every call (resource subscriptions are the way until 2025-11-25)."""
+
+    async def call(client: Client) -> Any:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return await getattr(client, method)(*args)
+
+    return call
+
+
 def _announces_tool_changes(client: Client) -> bool:
     """A 2026-07-28 server that says its tool list may change (it has listen streams)."""
     if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
@@ -1169,7 +1184,7 @@ class McpClient:
     authorization code with PKCE, dynamic or pre-registered clients, token storage) or
     ``ClientCredentialsOAuthProvider``; a 401/403 is an `McpAuthError` naming the status.
     `on_list_changed` is called with ``"tools"``, ``"resources"`` or ``"prompts"`` when that
-    list changes.
+    list changes, `on_resource_updated` with the URI of a subscribed resource that changed.
     """
 
     def __init__(
@@ -1185,9 +1200,16 @@ class McpClient:
         on_tools_changed: Callable[[], Any] | None = None,
         auth: httpx2.Auth | None = None,
         on_list_changed: Callable[[str], Any] | None = None,
+        on_resource_updated: Callable[[str], Any] | None = None,
     ) -> None:
         hooks = McpClientHooks(
-            sampling, elicitation, roots, on_log, on_tools_changed, on_list_changed
+            sampling,
+            elicitation,
+            roots,
+            on_log,
+            on_tools_changed,
+            on_list_changed,
+            on_resource_updated,
         )
         self._core = _Core(config, errlog, callbacks, hooks, auth)
 
@@ -1278,6 +1300,19 @@ class McpClient:
         """A prompt filled with `arguments`: its messages."""
         return await self._core.run(
             self._core.request("prompts/get", lambda c: c.get_prompt(name, arguments))
+        )
+
+    async def subscribe_resource(self, uri: str) -> None:
+        """Ask the server for ``notifications/resources/updated`` on `uri`
+        (``on_resource_updated`` receives them)."""
+        await self._core.run(
+            self._core.request("resources/subscribe", _quietly("subscribe_resource", uri))
+        )
+
+    async def unsubscribe_resource(self, uri: str) -> None:
+        """Stop the server's updates on `uri`."""
+        await self._core.run(
+            self._core.request("resources/unsubscribe", _quietly("unsubscribe_resource", uri))
         )
 
     async def complete(

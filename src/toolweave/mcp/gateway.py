@@ -50,6 +50,7 @@ from mcp.server.subscriptions import (
     ListenHandler,
     PromptsListChanged,
     ResourcesListChanged,
+    ResourceUpdated,
     ToolsListChanged,
 )
 from mcp.shared.exceptions import MCPError
@@ -171,6 +172,7 @@ class _Upstream:
             roots=self._roots,
             on_log=self._log,
             on_list_changed=self._changed,
+            on_resource_updated=self._updated,
         )
         self.calls: set[_Call] = set()
         self.tools: dict[str, tuple[str, mcp_types.Tool]] | None = None
@@ -262,6 +264,9 @@ class _Upstream:
             self.resources = self.templates = None
         log.info("gateway: %s's %s changed", self.name, kind)
         await self.gateway.announce(kind)
+
+    async def _updated(self, uri: str) -> None:
+        await self.gateway.updated(uri)
 
     async def _log(
         self, server_name: str, params: mcp_types.LoggingMessageNotificationParams
@@ -374,6 +379,8 @@ class McpGateway:
             self.upstreams.append(_Upstream(proxy, self))
         self._clients: weakref.WeakSet[Any] = weakref.WeakSet()
         self._bus: InMemorySubscriptionBus | None = None
+        self.subscribers: dict[str, weakref.WeakSet[Any]] = {}
+        """Resource URI -> the client connections subscribed to it."""
         """The events of 2026-07-28 clients' ``subscriptions/listen`` streams."""
         self._users = 0
 
@@ -414,6 +421,8 @@ class McpGateway:
                 "prompts/list",
                 "prompts/get",
                 "completion/complete",
+                "resources/subscribe",
+                "resources/unsubscribe",
             )
         }
 
@@ -444,13 +453,12 @@ class McpGateway:
         server.add_request_handler(
             "completion/complete", mcp_types.CompleteRequestParams, router.complete
         )
-        if server.get_request_handler("resources/subscribe") is None:
-            server.add_request_handler(
-                "resources/subscribe", mcp_types.SubscribeRequestParams, router.subscribe
-            )
-            server.add_request_handler(
-                "resources/unsubscribe", mcp_types.UnsubscribeRequestParams, router.subscribe
-            )
+        server.add_request_handler(
+            "resources/subscribe", mcp_types.SubscribeRequestParams, router.subscribe
+        )
+        server.add_request_handler(
+            "resources/unsubscribe", mcp_types.UnsubscribeRequestParams, router.unsubscribe
+        )
 
         if server.get_request_handler("subscriptions/listen") is None:
             # 2026-07-28 clients hear of changes only on the streams they open
@@ -508,6 +516,16 @@ class McpGateway:
         if conn is not None:
             self._clients.add(conn)
 
+    async def updated(self, uri: str) -> None:
+        """An upstream's resource `uri` changed: tell the clients subscribed to it."""
+        if self._bus is not None:
+            await self._bus.publish(ResourceUpdated(uri=uri))
+        for conn in list(self.subscribers.get(uri, ())):
+            try:
+                await conn.send_resource_updated(uri)
+            except Exception as e:  # best effort: a client that went away
+                log.debug("gateway: a resources/updated was not delivered: %s", e)
+
     async def announce(self, kind: str) -> None:
         """Tell every client of the gateway that the `kind` list changed."""
         if self._bus is not None:
@@ -539,6 +557,7 @@ def _reopened(up: _Upstream) -> McpClient:
         roots=up._roots,
         on_log=up._log,
         on_list_changed=up._changed,
+        on_resource_updated=up._updated,
     )
 
 
@@ -737,7 +756,45 @@ class _Router:
             raise missing
         raise MCPError(-32002, f"Resource not found: {uri}", data={"uri": uri})
 
-    async def subscribe(self, ctx: Any, params: Any) -> mcp_types.EmptyResult:
+    async def subscribe(
+        self, ctx: Any, params: mcp_types.SubscribeRequestParams
+    ) -> mcp_types.EmptyResult:
+        """Remember the client's subscription; the first one to an upstream's URI is
+        passed on to it (an upstream that refuses is logged: no updates come)."""
+        self.gateway.seen(ctx)
+        await self._local("resources/subscribe", ctx, params)
+        uri = str(params.uri)
+        conn = getattr(ctx.session, "_connection", None)
+        subscribed = self.gateway.subscribers.setdefault(uri, weakref.WeakSet())
+        first = not subscribed
+        if conn is not None:
+            subscribed.add(conn)
+        if first:
+            for up in self.upstreams:
+                if await up.matches(uri):
+                    try:
+                        await up.ensure()
+                        await up.client.subscribe_resource(uri)
+                    except McpError as e:
+                        log.info("gateway: %s did not subscribe to %s: %s", up.name, uri, e)
+        return mcp_types.EmptyResult()
+
+    async def unsubscribe(
+        self, ctx: Any, params: mcp_types.UnsubscribeRequestParams
+    ) -> mcp_types.EmptyResult:
+        """Forget the client's subscription; the last one's is passed on upstream."""
+        await self._local("resources/unsubscribe", ctx, params)
+        uri = str(params.uri)
+        subscribed = self.gateway.subscribers.get(uri)
+        conn = getattr(ctx.session, "_connection", None)
+        if subscribed is not None and conn is not None:
+            subscribed.discard(conn)
+        if subscribed is not None and not subscribed:
+            del self.gateway.subscribers[uri]
+            for up in self.upstreams:
+                if await up.matches(uri):
+                    with contextlib.suppress(McpError):
+                        await up.client.unsubscribe_resource(uri)
         return mcp_types.EmptyResult()
 
     # completions -------------------------------------------------------------------------

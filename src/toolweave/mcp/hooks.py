@@ -23,7 +23,9 @@ Each is opt-in (a server sees a capability only when its hook is given):
 - ``on_tools_changed``: called on ``notifications/tools/list_changed`` (a `ToolService`
   holding the client's listing also re-lists the tools before its next request);
 - ``on_list_changed``: called with ``"tools"``, ``"resources"`` or ``"prompts"`` on that
-  list's ``list_changed`` notification (a gateway follows all three).
+  list's ``list_changed`` notification (a gateway follows all three);
+- ``on_resource_updated``: called with the URI of a ``notifications/resources/updated``
+  (for resources subscribed to with `McpClient.subscribe_resource`).
 
 A client with a sampling, elicitation or roots hook connects with the initialize handshake
 (protocol 2025-11-25): on a 2026-07-28 connection a server has no way to send requests of
@@ -131,6 +133,7 @@ class McpClientHooks:
     on_log: LogHook | None = None
     on_tools_changed: Callable[[], Any] | None = None
     on_list_changed: Callable[[str], Any] | None = None
+    on_resource_updated: Callable[[str], Any] | None = None
 
     def __post_init__(self) -> None:
         self._sampled: collections.deque[float] = collections.deque()
@@ -162,6 +165,13 @@ class McpClientHooks:
             if inspect.isawaitable(out):
                 await out
         await self.list_changed("tools")
+
+    async def resource_updated(self, uri: str) -> None:
+        """The server said the resource `uri` (one subscribed to) changed."""
+        if self.on_resource_updated is not None:
+            out = self.on_resource_updated(uri)
+            if inspect.isawaitable(out):
+                await out
 
     async def list_changed(self, kind: str) -> None:
         """The server said its `kind` list (tools, resources, prompts) changed."""
