@@ -3,8 +3,11 @@ like a registered tool's, so a call that completed before a SIGKILL is never run
 after recovery, and an interrupted non-idempotent one is reported, not repeated.
 
 The "kit" service of tests/durable/worker.py offers `lookup` (a `FunctionToolset`) and
-`charge` (a `FunctionToolset(...).wrapped(...)`) through toolsets; the script is the
-`kill-*` one of test_kill.py.
+`charge` (a `FunctionToolset(...).wrapped(...).filtered(...)`, offered from round 1 on)
+through toolsets; the script is the `kill-*` one of test_kill.py. The toolsets' per-step
+answers are not recorded: the recovering worker asks them again for each replayed step
+(and, with queued tools, the worker running a call asks them for its step), which holds
+because they depend on the `StepContext` alone.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ from toolweave.tools.guardrails import (
     input_guardrail,
     output_guardrail,
 )
-from toolweave.toolsets import FunctionToolset
+from toolweave.toolsets import FunctionToolset, StepContext
 
 CONVERSATIONS = "tw-conversations"
 TOOLS = "tw-tools"
@@ -274,8 +274,16 @@ def build(tool_queue: bool) -> None:
         tool_queue=tq,
         conversation_queue=cq,
         on_unknown_outcome=unknown,
-        toolsets=[FunctionToolset(lookup, label="lookups"), FunctionToolset(charge).wrapped(_calm)],
+        toolsets=[
+            FunctionToolset(lookup, label="lookups"),
+            # a per-step choice, asked again on replay: charge is offered from round 1 on
+            FunctionToolset(charge).wrapped(_calm).filtered(_from_round_one),
+        ],
     ).tools(crunch)
+
+
+def _from_round_one(ctx: StepContext, card: object) -> bool:
+    return ctx.round >= 1
 
 
 @input_guardrail
