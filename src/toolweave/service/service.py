@@ -155,7 +155,7 @@ from .result import (
     ToolProgress,
 )
 from .rules import ApprovalRule, Verdict, evaluate
-from .search import FOUND_TOOLS_ATTRIBUTE, ToolSearchStrategy
+from .search import FOUND_TOOLS_ATTRIBUTE, ToolSearchStrategy, found_result
 from .subagent import (
     ConversationTool,
     NestedEvent,
@@ -2239,11 +2239,7 @@ class ToolService:
             )
         except ToolArgumentsError as e:
             return await self._handle(self.arguments_error_handler, e, call, run, counted=True)
-        names = [c.name for c in found]
-        text = f"Tools found: {', '.join(names)}" if names else "No matching tools found"
-        return ToolExecutionResult(
-            text=text, result=names, attributes={FOUND_TOOLS_ATTRIBUTE: names}
-        )
+        return found_result([c.name for c in found])
 
 
 MODEL_RETRY_ATTRIBUTE = "toolweave.model_retry"
