@@ -3,7 +3,8 @@
 W6's workload (20 rounds of one trivial sync call, per round) through `ToolService.chat`
 and `.achat` with no policy, a history processor, an around-tool-call hook, a budget
 (`UsageLimits` on requests, tool calls, a tool and tokens), and a typical set: one rewrite
-hook (a history processor stubbing results older than two rounds) plus that budget. The
+hook (a history processor stubbing results older than two rounds) plus that budget; an
+output cap alone, and the typical set with `ClearToolResults` and an output cap. The
 difference to the first row of a face is the policies' cost per round. All cases of a
 face run round-robin, so noise hits them alike: compare the ratios.
 
@@ -18,6 +19,7 @@ from typing import Any
 
 from toolweave import (
     AiMessage,
+    ClearToolResults,
     ScriptedChatModel,
     ToolExecutionRequest,
     ToolExecutionResultMessage,
@@ -78,6 +80,12 @@ SETS: dict[str, dict[str, Any]] = {
     "typical: a history processor + a budget": {
         "hooks": [history_processor(stub_old_results)],
         "usage_limits": BUDGET,
+    },
+    "an output cap (max_result_chars)": {"max_result_chars": 10_000},
+    "typical + an output cap (ClearToolResults, a budget, max_result_chars)": {
+        "hooks": [history_processor(ClearToolResults(keep_rounds=2, min_chars=0))],
+        "usage_limits": BUDGET,
+        "max_result_chars": 10_000,
     },
 }
 
