@@ -453,13 +453,29 @@ async def test_toolweave_client_through_an_http_gateway(gateway_http: ServerProc
         asked.append(request)
         return ElicitationResult(action="accept", content={"text": "green"})
 
+    logs: list[Any] = []
+    progress: list[float] = []
+
+    async def on_progress(p: float, total: float | None, message: str | None) -> None:
+        progress.append(p)
+
     config = McpServerConfig(
         server_name="gw", params={"url": f"http://127.0.0.1:{gateway_http.port}/mcp"}
     )
     async with (
         asyncio.timeout(TEST_TIMEOUT),
-        McpClient(config, elicitation=elicit, on_tools_changed=changed.set) as client,
+        McpClient(
+            config,
+            elicitation=elicit,
+            on_tools_changed=changed.set,
+            on_log=lambda server, params: logs.append(params.data),
+        ) as client,
     ):
+        stepped = await client.call_tool("up_steps", {"n": 2}, progress=on_progress)
+        assert text(stepped) == "stepped 2"
+        # both reached the client before the result ended the request's stream
+        assert progress == [1, 2]
+        assert logs == ["upstream step 1", "upstream step 2"]
         tools = {t.name: t for t in await client.list_tools()}
         assert {"hello", "up_add", "up_grow"} <= set(tools)
         assert str(await tools["up_add"].ainvoke({"a": 20, "b": 22})) == "42"
