@@ -806,6 +806,19 @@ def test_a_tool_called_without_auth_has_no_identity() -> None:
     assert json.loads(mcp_auth_tools.whoami_sync.invoke({})) is None
 
 
+def test_tool_scopes_are_kept_on_the_card() -> None:
+    from toolweave import tool
+
+    @tool(scopes="notes:read notes:write", metadata={"title": "Edit"})
+    def edit(name: str) -> str:
+        """Edit a note."""
+        return name
+
+    assert edit.card.metadata == {"title": "Edit", "scopes": ["notes:read", "notes:write"]}
+    again = tool(edit, card=edit.card, scopes=["admin"])
+    assert again.card.metadata["scopes"] == ["admin"]
+
+
 # --- logs ----------------------------------------------------------------------------------------
 
 

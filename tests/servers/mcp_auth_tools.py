@@ -2,7 +2,7 @@
 ``toolweave mcp serve mcp_auth_tools.py --transport http --auth ...``.
 
 `whoami` (async) and `whoami_sync` answer the caller's verified identity; `delete_file`
-needs the ``files:write`` scope (declared on its card), the ``plans://`` resource
+needs the ``files:write`` scope (``@tool(scopes=...)``, kept on its card), the ``plans://`` resource
 ``plans:read``, the ``review`` prompt ``prompts:review``.
 
 Run as a script (``python mcp_auth_tools.py streamable-http|sse PORT``) it serves them with
@@ -51,7 +51,7 @@ def whoami_sync(ctx: ToolContext) -> str:
     return _who(ctx)
 
 
-@tool(metadata={"scopes": ["files:write"]})
+@tool(scopes=["files:write"])
 def delete_file(name: str) -> str:
     """Delete a file (pretend)."""
     return f"deleted {name}"

@@ -486,8 +486,8 @@ class McpAuth:
     resource metadata (by default the verifier's issuer).
 
     `required_scopes` are needed for every request; a tool also needs the scopes its card
-    declares (``@tool(metadata={"scopes": [...]})``) and those in `tool_scopes` (by tool
-    name); a resource or prompt those of `McpResource.scopes` / `McpPrompt.scopes`
+    declares (``@tool(scopes=[...])``, that is ``metadata={"scopes": [...]}``) and those in
+    `tool_scopes` (by tool name); a resource or prompt those of `McpResource.scopes` / `McpPrompt.scopes`
     (``@resource(uri, scopes=...)``) and `resource_scopes` (by URI or URI template) /
     `prompt_scopes` (by name). `implied_scopes` maps a broader scope to the narrower ones it
     grants (``{"files": ["files:read", "files:write"]}``).

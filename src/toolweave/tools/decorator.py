@@ -42,6 +42,7 @@ def tool(
     enabled: Any = None,
     guardrails: Sequence[Any] | None = None,
     metadata: Mapping[str, Any] | None = None,
+    scopes: Sequence[str] | None = None,
     input_params: Mapping[str, Any] | type | None = None,
     card: ToolCard | None = None,
     auto_extract: bool = True,
@@ -71,6 +72,7 @@ def tool(
     enabled: Any = None,
     guardrails: Sequence[Any] | None = None,
     metadata: Mapping[str, Any] | None = None,
+    scopes: Sequence[str] | None = None,
     input_params: Mapping[str, Any] | type | None = None,
     card: ToolCard | None = None,
     auto_extract: bool = True,
@@ -99,6 +101,7 @@ def tool(
     enabled: Any = None,
     guardrails: Sequence[Any] | None = None,
     metadata: Mapping[str, Any] | None = None,
+    scopes: Sequence[str] | None = None,
     input_params: Mapping[str, Any] | type | None = None,
     card: ToolCard | None = None,
     auto_extract: bool = True,
@@ -120,8 +123,13 @@ def tool(
     result text the model receives, `max_argument_retries` is this tool's budget of argument
     errors and `ModelRetry`s, and `retry` (a `Retry`, only with `idempotent=True`) retries
     transient failures (docs/policies.md). `guardrails` (`InputGuardrail`s and `OutputGuardrail`s)
-    check each call's arguments and result in a `ToolService` (docs/policies.md).
+    check each call's arguments and result in a `ToolService` (docs/policies.md). `scopes`
+    are the OAuth scopes a client's token needs to call it when served with
+    `serve_mcp(auth=...)` (kept as ``metadata["scopes"]``; docs/mcp.md).
     """
+    if scopes is not None:
+        listed = scopes.split() if isinstance(scopes, str) else list(scopes)
+        metadata = {**(metadata or {}), "scopes": listed}
 
     def build(fn: Callable[..., Any]) -> LocalFunction:
         if isinstance(fn, LocalFunction):
