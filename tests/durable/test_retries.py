@@ -2,7 +2,7 @@
 the call's step retried inside itself and recorded one outcome, so after a SIGKILL the
 recovering worker replays it and runs the tool no more (tests/durable/worker.py, `flaky-*`:
 fetch fails twice with a connection error, then succeeds; the worker hangs in the next
-model call and is killed)."""
+model call and is killed); a ModelRetry of the same round replays as the same retry prompt."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ def test_a_retried_call_is_not_run_again_after_a_restart(
 
     workers.start("w2", tool_queue=tool_queue, recover=["w1"])
     result = client.result(cid, timeout=120)
-    assert result.text == f"{tag} finished: fetched k on attempt 3 | value-of-z"
+    picked = "1 is odd: pick an even number"
+    assert result.text == f"{tag} finished: fetched k on attempt 3 | {picked} | value-of-z"
     assert_valid_history(result.messages)
     # the completed step was replayed, not run: still three attempts in all
     assert len(workers.log.matching(f"fetch {tag} ")) == 3
@@ -45,3 +46,10 @@ def test_a_retried_call_is_not_run_again_after_a_restart(
     )
     assert not fetched.is_error
     assert fetched.attributes["toolweave.attempts"] == 3
+    # a ModelRetry is recorded like a failure and replayed as the same retry prompt
+    asked = next(
+        m for m in result.messages if isinstance(m, ToolExecutionResultMessage) and m.id == "p0"
+    )
+    assert asked.is_error and asked.text == picked
+    assert asked.attributes["toolweave.model_retry"] == 1
+    assert len(workers.log.matching(f"pick {tag} ")) == 1

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from dbos import DBOS
 
-from toolweave import AiMessage, Retry, ScriptedChatModel, tool
+from toolweave import AiMessage, ModelRetry, Retry, ScriptedChatModel, tool
 from toolweave.chat.request import ChatRequest
 from toolweave.context import ToolContext
 from toolweave.durable import DurableToolService, QueueSpec, UnknownOutcome, launch, shutdown
@@ -113,6 +113,15 @@ def fetch(tag: str, key: str) -> str:
     return f"fetched {key} on attempt {attempt + 1}"
 
 
+@tool
+def pick(tag: str, n: int) -> str:
+    """Pick an even number (an odd one asks the model to try again)."""
+    log(f"pick {tag} {n}")
+    if n % 2:
+        raise ModelRetry(f"{n} is odd: pick an even number")
+    return f"picked {n}"
+
+
 def _call(name: str, cid: str, **args: object) -> ToolExecutionRequest:
     import json
 
@@ -130,7 +139,12 @@ def script(request: ChatRequest) -> AiMessage:
     maybe_hang(f"model:{turn}")
     if tag.startswith("flaky-"):  # one call retried on transient failures, then two turns
         if turn == 0:
-            return AiMessage(tool_execution_requests=[_call("fetch", "f0", tag=tag, key="k")])
+            return AiMessage(
+                tool_execution_requests=[
+                    _call("fetch", "f0", tag=tag, key="k"),
+                    _call("pick", "p0", tag=tag, n=1),
+                ]
+            )
         if turn == 1:
             return AiMessage(tool_execution_requests=[_call("lookup", "f1", tag=tag, key="z")])
         results = [m.text for m in request.messages if m.type == "tool_result"]  # type: ignore[union-attr]
@@ -243,7 +257,7 @@ def build(tool_queue: bool) -> None:
         model=ScriptedChatModel(script),
         tool_queue=tq,
         conversation_queue=cq,
-    ).tools(fetch, lookup)
+    ).tools(fetch, lookup, pick)
     DurableToolService(
         "bank",
         model=ScriptedChatModel(script),
