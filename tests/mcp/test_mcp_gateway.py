@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import mcp_types as types
 import pytest
 from mcp import Client
@@ -412,6 +413,32 @@ async def test_the_clients_token_never_reaches_the_upstream(
         seen = text(await client.call_tool("up_auth_seen", {}))
     assert seen == fingerprint("Bearer gateway-own-token")
     assert seen != fingerprint(client_token)
+
+
+class HeaderAuth(httpx2.Auth):
+    """An httpx auth flow of the gateway's own (as an OAuth provider would add its token)."""
+
+    def __init__(self, header: str) -> None:
+        self.header = header
+
+    def auth_flow(self, request: httpx2.Request) -> Iterator[httpx2.Request]:
+        request.headers["Authorization"] = self.header
+        yield request
+
+
+async def test_an_upstream_reached_with_an_auth_flow_of_the_gateways_own(
+    upstream_http: ServerProcess,
+) -> None:
+    proxy = McpProxy(http_config(upstream_http), auth=HeaderAuth("Bearer from-the-auth-flow"))
+
+    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"text": "red"})
+
+    async with gateway(proxy, elicitation_callback=elicit) as client:
+        seen = text(await client.call_tool("up_auth_seen", {}))
+        assert seen == fingerprint("Bearer from-the-auth-flow")
+        asked = await client.call_tool("up_ask_user", {"question": "?"})
+        assert text(asked) == "accept:red"
 
 
 @pytest.fixture

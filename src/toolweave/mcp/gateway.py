@@ -38,11 +38,12 @@ import urllib.parse
 import warnings
 import weakref
 from collections.abc import AsyncIterator, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import mcp_types
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.subscriptions import (
@@ -76,12 +77,15 @@ _SETTLE_TIMEOUT = 5.0
 @dataclass(frozen=True)
 class McpProxy:
     """One upstream server of a gateway: how to reach it (`config`, with the gateway's own
-    credentials) and the `namespace` its tools and prompts are served under
-    (``<namespace><separator><name>``; `config.server_name` by default, ``""`` for none)."""
+    credentials: its ``auth_headers``, or `auth`, an ``httpx2.Auth`` such as the SDK's
+    ``ClientCredentialsOAuthProvider``) and the `namespace` its tools and prompts are served
+    under (``<namespace><separator><name>``; `config.server_name` by default, ``""`` for
+    none)."""
 
     config: McpServerConfig
     namespace: str | None = None
     separator: str = "_"
+    auth: httpx2.Auth | None = field(default=None, compare=False, repr=False)
 
     @property
     def prefix(self) -> str:
@@ -165,15 +169,7 @@ class _Upstream:
         self.proxy = proxy
         self.name = proxy.config.server_name
         self.gateway = gateway
-        self.client = McpClient(
-            proxy.config,
-            sampling=self._sample,
-            elicitation=self._elicit,
-            roots=self._roots,
-            on_log=self._log,
-            on_list_changed=self._changed,
-            on_resource_updated=self._updated,
-        )
+        self.client = self.new_client()
         self.calls: set[_Call] = set()
         self.tools: dict[str, tuple[str, mcp_types.Tool]] | None = None
         """Served name -> (name upstream, the served `Tool`); None: list again."""
@@ -182,6 +178,19 @@ class _Upstream:
         self.templates: list[mcp_types.ResourceTemplate] | None = None
 
     # the connection ----------------------------------------------------------------------
+    def new_client(self) -> McpClient:
+        """A client of the upstream whose hooks forward to the gateway's clients."""
+        return McpClient(
+            self.proxy.config,
+            sampling=self._sample,
+            elicitation=self._elicit,
+            roots=self._roots,
+            on_log=self._log,
+            on_list_changed=self._changed,
+            on_resource_updated=self._updated,
+            auth=self.proxy.auth,
+        )
+
     async def ensure(self) -> None:
         """Connect (or reconnect) outside any client request: the connection's tasks must
         not inherit a call's context (its server's requests would be routed to it)."""
@@ -499,7 +508,7 @@ class McpGateway:
                         # SSE connection's run ends cancelled.
                         old = [up.client for up in self.upstreams]
                         for up in self.upstreams:
-                            up.client = _reopened(up)
+                            up.client = up.new_client()
                             up.tools = up.prompts = up.resources = up.templates = None
                         with anyio.CancelScope(shield=True), anyio.move_on_after(30):
                             for client in old:
@@ -546,19 +555,6 @@ class McpGateway:
                 await send()
             except Exception as e:  # best effort: a client that went away
                 log.debug("gateway: a list_changed was not delivered: %s", e)
-
-
-def _reopened(up: _Upstream) -> McpClient:
-    old = up.client
-    return McpClient(
-        old.config,
-        sampling=up._sample,
-        elicitation=up._elicit,
-        roots=up._roots,
-        on_log=up._log,
-        on_list_changed=up._changed,
-        on_resource_updated=up._updated,
-    )
 
 
 def _text_error(text: str) -> mcp_types.CallToolResult:
