@@ -294,3 +294,32 @@ def test_a_gated_call_whose_tool_then_pauses_itself_is_asked_again_once(mode: st
     with pytest.raises(CallAlreadyDecidedError):
         run(mode, service, model, second.state, decisions={"b": edited})
     assert len(ran) == 2
+
+
+def test_a_nested_conversations_call_with_the_same_id_never_sees_the_outer_approval() -> None:
+    """The outer call "x" runs again approved and runs a conversation of its own whose
+    model also names its call "x": that inner call has no approval."""
+    inner_seen: list[Any] = []
+
+    @tool
+    def inner_tool(ctx: ToolContext) -> str:
+        """Report what it sees."""
+        inner_seen.append(ctx.approval)
+        return "inner ok"
+
+    inner = ToolService().tools(inner_tool)
+
+    @tool
+    async def outer(ctx: ToolContext) -> str:
+        """Ask first, then run a conversation of its own."""
+        if ctx.approval is None:
+            raise NeedsApproval("outer")
+        model = ScriptedChatModel([ai_calls(call("inner_tool", id="x")), AiMessage("inner")])
+        result = await inner.achat(model, None, "go")
+        return result.text or ""
+
+    service = ToolService().tools(outer)
+    model = _model(ai_calls(call("outer", id="x")))
+    first = service.chat(model, None, "hi")
+    done = service.chat(model, None, first.state, decisions={"x": Approve()})
+    assert done.status is ChatStatus.COMPLETED and inner_seen == [None]

@@ -73,7 +73,13 @@ from ..chat.telemetry import (
     start_agent_span,
     start_model_span,
 )
-from ..context import ElicitationResult, ToolContext, use_approval, use_tool_channel
+from ..context import (
+    ElicitationResult,
+    ToolContext,
+    current_approval,
+    use_approval,
+    use_tool_channel,
+)
 from ..errors import (
     HallucinatedToolError,
     StructuredOutputError,
@@ -1750,7 +1756,7 @@ class ToolService:
                 run.explicit.add(call.id)
                 if call.raised:
                     run.approvals[call.id] = decision
-                    asked[call.id] = call
+                asked[call.id] = call
                 approved.append(request)
                 continue
             if refusal is not None and refusal[0] == "deny":
@@ -1779,11 +1785,10 @@ class ToolService:
             self._record(run, approved, outcomes)
             for request, outcome in zip(approved, outcomes, strict=True):
                 run.approvals.pop(request.id, None)
-                if outcome.paused is not None:
-                    before = asked.get(request.id)
-                    again = _pending(request, outcome.paused)
-                    ask = before.ask + 1 if before is not None else 0
-                    waiting.append(again.model_copy(update={"ask": ask}))
+                if outcome.paused is not None:  # it paused (again): asked once more
+                    before = asked[request.id]
+                    again = _pending(before.request, outcome.paused)  # as the model made it
+                    waiting.append(again.model_copy(update={"ask": before.ask + 1}))
             abort = next((o.abort for o in outcomes if o.abort is not None), None)
             if abort is not None:
                 raise abort
@@ -1844,14 +1849,20 @@ class ToolService:
         async with self._guards(call, run):
             start = datetime.now(UTC)
             try:
-                refusal = await self._refusal(call, run)
+                refusal = (  # the common case (no rules, no standing decisions): no await
+                    await self._refusal(call, run) if run.refused or self._judged(run) else None
+                )
                 if refusal is not None:
                     result = ToolExecutionResult.error_result(refusal)
                 else:
                     with (
                         current(run.span),  # its execute_tool span goes under invoke_agent
                         use_tool_channel(_ServiceChannel(self, call, queue, run)),
-                        use_approval(call.id, run.approvals.get(call.id)),
+                        (
+                            use_approval(call.id, run.approvals.get(call.id))
+                            if run.approvals or current_approval() is not None
+                            else _NO_APPROVAL  # none here, nor around us (a nested loop)
+                        ),
                     ):
                         result = await self._dispatch(call, run, inline=inline)
                         if run.policy is not None and run.policy.result_hooks:
@@ -2377,6 +2388,9 @@ class _Abort(Exception):
         super().__init__(str(error))
         self.error = error
         self.result = result
+
+
+_NO_APPROVAL = contextlib.nullcontext()
 
 
 class _Paused(Exception):
