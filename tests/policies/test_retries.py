@@ -4,7 +4,10 @@ scripted model asserting what the model received."""
 
 from __future__ import annotations
 
+import json
 import random
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +29,7 @@ from toolweave import (
 from toolweave.errors import ErrorCode, McpError, RestfulApiError, ToolExecutionError
 from toolweave.http import RestfulApi, RestfulApiCard
 from toolweave.http.errors import RestfulApiResponseError, RestfulApiTimeoutError
+from toolweave.mcp import McpClient, McpServerConfig
 from toolweave.tools.retry import transient_error
 from toolweave.toolsets import FunctionToolset
 
@@ -306,3 +310,51 @@ def test_a_local_tools_own_errors_are_not_retried_by_default(mode: str) -> None:
     run(mode, ToolService().tools(listed), model)
     assert runs == [1, 2, 2]
     assert _results(model, 1)[-1].text == "ok"
+
+
+# Retry: a real MCP server ---------------------------------------------------------------------
+FAULT_SERVER = str(Path(__file__).resolve().parent.parent / "servers" / "fault_mcp_server.py")
+
+
+async def test_an_mcp_tool_made_idempotent_is_retried_after_timeouts(tmp_path: Path) -> None:
+    log = tmp_path / "mcp.jsonl"
+    config = McpServerConfig(
+        server_name="fault",
+        client_type="stdio",
+        params={
+            "command": sys.executable,
+            "args": [FAULT_SERVER],
+            "env": {"FAULT_MCP_LOG": str(log)},
+        },
+        connect_timeout=20.0,
+        call_timeout=0.5,
+    )
+
+    def calls(name: str) -> int:
+        lines = log.read_text().splitlines() if log.exists() else []
+        return sum(
+            1
+            for m in map(json.loads, lines)
+            if m.get("method") == "tools/call" and m["params"]["name"] == name
+        )
+
+    def idempotent(ctx: Any, cards: list[ToolCard]) -> list[ToolCard]:
+        policy = Retry(attempts=2, **FAST)
+        return [c.model_copy(update={"idempotent": True, "retry": policy}) for c in cards]
+
+    async with McpClient(config) as client:
+        listed = [t for t in await client.list_tools() if t.card.name in ("hang", "ok")]
+        service = ToolService(toolsets=[FunctionToolset(*listed).prepared(idempotent)])
+        model = ScriptedChatModel(
+            [ai_calls(call("hang", "{}", id="h"), call("ok", '{"x": 1}', id="o")), AiMessage("x")]
+        )
+        await service.achat(model, None, "hi")
+        plain = ToolService().tools(*listed)
+        model2 = ScriptedChatModel([ai_calls(call("hang", "{}", id="h2")), AiMessage("x")])
+        await plain.achat(model2, None, "hi")
+    hang, ok = _results(model, 1)
+    assert hang.is_error and "did not finish within 0.5 s" in hang.text
+    assert not ok.is_error
+    assert calls("ok") == 1  # a success is not repeated
+    assert calls("hang") == 2 + 1  # twice under the policy, once without it
+    assert _results(model2, 1)[-1].is_error
