@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 CONFORMANCE = "@modelcontextprotocol/conformance@0.1.16"
+CONFORMANCE_NEXT = "@modelcontextprotocol/conformance@0.2.0-alpha.12"
+"""The newest suite, with the 2026-07-28 server requirements and the tasks extension."""
 EVERYTHING = "@modelcontextprotocol/server-everything@2026.8.31"
 FILESYSTEM = "@modelcontextprotocol/server-filesystem@2026.8.31"
 TS_SDK = "@modelcontextprotocol/sdk@1.32.2"
@@ -88,13 +90,15 @@ def script_beside(spec: str, source: Path) -> Path:
     return path
 
 
-def conformance_cli() -> Path:
-    """The conformance suite's entry script, patched to load on Node 20.
+def conformance_cli(spec: str = CONFORMANCE) -> Path:
+    """The entry script of the conformance suite `spec` (a pinned ``name@version``), patched
+    to load on Node 20.
 
-    0.1.16 imports ``globSync`` from ``fs`` (Node 22+) for its ``tier-check`` command only;
-    the copy replaces that import with a stub, so every other command works on Node 20.
+    0.1.16 and 0.2.0 import ``globSync`` from ``fs`` (Node 22+) for their ``tier-check``
+    command only; the copy replaces that import with a stub, so every other command works on
+    Node 20.
     """
-    modules = npm_install(CONFORMANCE)
+    modules = npm_install(spec)
     dist = modules / "@modelcontextprotocol/conformance/dist"
     patched = dist / "index-node20.js"
     if not patched.exists():
@@ -106,7 +110,7 @@ def conformance_cli() -> Path:
         if glob is not None:
             stub = f'const {glob.group(1)}=()=>{{throw new Error("globSync needs Node 22")}};'
             text = text.replace(glob.group(0), "") + stub
-        tmp = patched.with_suffix(".tmp")
+        tmp = patched.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(source.replace(fs_import.group(0), text, 1))
         tmp.replace(patched)
     return patched

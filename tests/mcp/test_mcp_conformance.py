@@ -1,6 +1,8 @@
 """The official MCP conformance suite (npm ``@modelcontextprotocol/conformance``, pinned in
 `npm_support`) against toolweave: every server scenario against ``toolweave mcp serve``,
 every client scenario against `McpClient` through tests/servers/mcp_conformance_client.py.
+0.1.16 runs both sides; 0.2.0-alpha.12 (the 2026-07-28 requirements, the tasks extension)
+runs its whole server suite too.
 
 A scenario that cannot pass is skipped BY NAME below, with its reason, and listed in
 docs/mcp.md; a listed scenario that passes fails the test, so the lists only shrink.
@@ -14,11 +16,12 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from mcp_support import free_port, wait_for_port
-from npm_support import LOOPBACK_PRELOAD, conformance_cli
+from npm_support import CONFORMANCE_NEXT, LOOPBACK_PRELOAD, conformance_cli
 
 SERVERS = Path(__file__).resolve().parent.parent / "servers"
 SERVER_MODULE = str(SERVERS / "mcp_conformance_server.py")
@@ -62,6 +65,104 @@ SERVER_SCENARIOS = [
 
 SERVER_SKIPS: dict[str, str] = {}
 """Server scenarios that cannot pass yet: name -> reason (also listed in docs/mcp.md)."""
+
+# Every server scenario of conformance 0.2.0-alpha.12 (``conformance list --server``; suite
+# ``all``: every spec version, pending, draft and the extensions).
+SERVER_SCENARIOS_NEXT = [
+    "server-initialize",
+    "server-session-lifecycle",
+    "server-stateless",
+    "logging-set-level",
+    "ping",
+    "completion-complete",
+    "tools-list",
+    "tools-call-simple-text",
+    "tools-call-image",
+    "tools-call-audio",
+    "tools-call-embedded-resource",
+    "tools-call-mixed-content",
+    "tools-call-with-logging",
+    "tools-call-error",
+    "tools-call-with-progress",
+    "tools-call-sampling",
+    "tools-call-elicitation",
+    "json-schema-2020-12",
+    "elicitation-sep1034-defaults",
+    "server-sse-polling",
+    "server-sse-multiple-streams",
+    "elicitation-sep1330-enums",
+    "resources-list",
+    "resources-read-text",
+    "resources-read-binary",
+    "resources-templates-read",
+    "resources-subscribe",
+    "resources-unsubscribe",
+    "sep-2164-resource-not-found",
+    "sep-2640-skills-directory",
+    "sep-2640-skills-enumeration",
+    "sep-2640-skills-manifest",
+    "prompts-list",
+    "prompts-get-simple",
+    "prompts-get-with-args",
+    "prompts-get-embedded-resource",
+    "prompts-get-with-image",
+    "dns-rebinding-protection",
+    "caching",
+    "http-header-validation",
+    "http-custom-header-server-validation",
+    "tasks-lifecycle",
+    "tasks-capability-negotiation",
+    "tasks-wire-fields",
+    "tasks-request-state-removal",
+    "tasks-mrtr-input",
+    "tasks-request-headers",
+    "tasks-dispatch-and-envelope",
+    "tasks-status-notifications",
+    "tasks-required-task-error",
+    "tasks-mrtr-composition",
+    "input-required-result-basic-elicitation",
+    "input-required-result-basic-sampling",
+    "input-required-result-basic-list-roots",
+    "input-required-result-request-state",
+    "input-required-result-multiple-input-requests",
+    "input-required-result-multi-round",
+    "input-required-result-missing-input-response",
+    "input-required-result-non-tool-request",
+    "input-required-result-result-type",
+    "input-required-result-unsupported-methods",
+    "input-required-result-tampered-state",
+    "input-required-result-capability-check",
+    "input-required-result-ignore-extra-params",
+    "input-required-result-validate-input",
+]
+
+_NO_TASKS = "the tasks extension (io.modelcontextprotocol/tasks, SEP-2663) is not served yet"
+_NO_INPUT_REQUIRED = (
+    "served tools do not answer 2026-07-28 requests with input-required results (SEP-2322) yet"
+)
+SERVER_SKIPS_NEXT: dict[str, str] = {
+    "server-stateless": "the diagnostic tools are not in the fixture server yet",
+    "http-custom-header-server-validation": "no fixture tool with x-mcp-header yet",
+    # tasks-status-notifications is left out: the suite itself only reports it SKIPPED.
+    **{
+        s: _NO_TASKS
+        for s in SERVER_SCENARIOS_NEXT
+        if s.startswith("tasks-") and s != "tasks-status-notifications"
+    },
+    **{
+        s: _NO_INPUT_REQUIRED
+        for s in SERVER_SCENARIOS_NEXT
+        if s.startswith("input-required-result-")
+        and s
+        not in (
+            "input-required-result-missing-input-response",
+            "input-required-result-unsupported-methods",
+            "input-required-result-ignore-extra-params",
+            "input-required-result-validate-input",
+        )
+    },
+}
+"""0.2.0-alpha.12 server scenarios that cannot pass yet: name -> reason (also in docs/mcp.md)."""
 
 # Every client scenario of conformance 0.1.16.
 CLIENT_SCENARIOS = [
@@ -122,9 +223,9 @@ def read_results(out: Path, prefix: str) -> dict[str, list[dict[str, object]]]:
     return results
 
 
-@pytest.fixture(scope="module")
-def server_results(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, list]]:
-    cli = conformance_cli()
+@contextmanager
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The URL of ``toolweave mcp serve`` serving the conformance module over HTTP."""
     port = free_port()
     argv = [sys.executable, "-m", "toolweave", "mcp", "serve", SERVER_MODULE, "--transport"]
     server = subprocess.Popen(
@@ -134,26 +235,45 @@ def server_results(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[st
     )
     try:
         wait_for_port(port, server)
-        url = f"http://127.0.0.1:{port}/mcp"
-        results: dict[str, list] = {}
-        for suite in ("active", "pending"):
-            out = tmp_path_factory.mktemp(f"conformance-server-{suite}")
-            proc = subprocess.run(
-                ["node", str(cli), "server", "--url", url, "--suite", suite, "-o", str(out)],
-                capture_output=True,
-                text=True,
-                timeout=SUITE_TIMEOUT,
-                env=node_env(),
-            )
-            found = read_results(out, "server-")
-            assert found, (
-                f"the suite produced no results:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-            )
-            results.update(found)
-        yield results
+        yield f"http://127.0.0.1:{port}/mcp"
     finally:
         server.terminate()
         server.wait(10)
+
+
+def run_server_suites(
+    cli: Path, url: str, suites: list[str], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, list]:
+    results: dict[str, list] = {}
+    for suite in suites:
+        out = tmp_path_factory.mktemp(f"conformance-server-{suite}")
+        proc = subprocess.run(
+            ["node", str(cli), "server", "--url", url, "--suite", suite, "-o", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=SUITE_TIMEOUT,
+            env=node_env(),
+        )
+        found = read_results(out, "server-")
+        assert found, (
+            f"the suite produced no results:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        )
+        results.update(found)
+    return results
+
+
+@pytest.fixture(scope="module")
+def server_results(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, list]]:
+    cli = conformance_cli()
+    with served(tmp_path_factory) as url:
+        yield run_server_suites(cli, url, ["active", "pending"], tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def server_results_next(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, list]]:
+    cli = conformance_cli(CONFORMANCE_NEXT)
+    with served(tmp_path_factory) as url:
+        yield run_server_suites(cli, url, ["all"], tmp_path_factory)
 
 
 def failures(checks: list[dict[str, object]]) -> list[str]:
@@ -176,6 +296,19 @@ def test_server_scenario(scenario: str, server_results: dict[str, list]) -> None
     if scenario in SERVER_SKIPS:
         assert failed, f"{scenario} passes now: remove it from SERVER_SKIPS and docs/mcp.md"
         pytest.skip(f"known: {SERVER_SKIPS[scenario]}")
+    assert not failed, "\n".join(failed)
+
+
+def test_next_server_scenario_list_is_the_suites(server_results_next: dict[str, list]) -> None:
+    assert sorted(server_results_next) == sorted(SERVER_SCENARIOS_NEXT)
+
+
+@pytest.mark.parametrize("scenario", SERVER_SCENARIOS_NEXT)
+def test_next_server_scenario(scenario: str, server_results_next: dict[str, list]) -> None:
+    failed = failures(server_results_next[scenario])
+    if scenario in SERVER_SKIPS_NEXT:
+        assert failed, f"{scenario} passes now: remove it from SERVER_SKIPS_NEXT and docs/mcp.md"
+        pytest.skip(f"known: {SERVER_SKIPS_NEXT[scenario]}")
     assert not failed, "\n".join(failed)
 
 
