@@ -572,7 +572,7 @@ def mcp_serve(
         typer.Option(
             help="Serve another MCP server's tools, resources and prompts too (a gateway; "
             "repeatable): [NAME=]COMMAND or [NAME=]URL; its tools and prompts are named "
-            "NAME_<name> (NAME: the script's or host's name by default).",
+            "NAME_TOOL (NAME: the script's or host's name by default).",
         ),
     ] = None,
     log_requests: Annotated[
