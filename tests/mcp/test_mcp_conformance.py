@@ -141,8 +141,6 @@ _NO_INPUT_REQUIRED = (
     "served tools do not answer 2026-07-28 requests with input-required results (SEP-2322) yet"
 )
 SERVER_SKIPS_NEXT: dict[str, str] = {
-    "server-stateless": "the diagnostic tools are not in the fixture server yet",
-    "http-custom-header-server-validation": "no fixture tool with x-mcp-header yet",
     # tasks-status-notifications is left out: the suite itself only reports it SKIPPED.
     **{
         s: _NO_TASKS

@@ -237,6 +237,44 @@ json_schema_2020_12_tool = LocalFunction(
 )
 
 
+# --- 2026-07-28 (conformance 0.2.0: server-stateless, http-custom-header-server-validation) --
+@tool
+async def test_missing_capability(ctx: ToolContext) -> str:
+    """Samples the client's model: refused with -32021 when sampling was not declared"""
+    return await ctx.asample("Say hello", max_tokens=20)
+
+
+@tool
+async def test_streaming_elicitation(ctx: ToolContext) -> str:
+    """Asks the user a question while the call runs"""
+    answer = await ctx.aelicit(
+        "What is your name?",
+        {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+    )
+    return f"Hello, {(answer.content or {}).get('name', 'stranger')}!"
+
+
+@tool
+async def test_logging_tool(ctx: ToolContext) -> str:
+    """Logs while it runs (sent only to a request that set a log level)"""
+    await ctx.alog("info", "test_logging_tool ran")
+    return "logged"
+
+
+# A parameter mirrored into an HTTP header (SEP-2243): the SDK's transport checks the
+# Mcp-Param-Region header against the body.
+@tool(
+    input_params={
+        "type": "object",
+        "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+        "required": ["region"],
+    }
+)
+def test_custom_header(region: str) -> str:
+    """Echoes the region it was called with (also sent as the Mcp-Param-Region header)"""
+    return f"region: {region}"
+
+
 # --- resources ---------------------------------------------------------------------------------
 @resource("test://static-text", title="Static Text Resource", mime_type="text/plain")
 def static_text() -> str:
