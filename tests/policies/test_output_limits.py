@@ -27,6 +27,7 @@ from toolweave import (
     ToolService,
     UserMessage,
     history_processor,
+    redact_secrets,
     tool,
 )
 from toolweave.toolsets import FunctionToolset
@@ -304,3 +305,24 @@ def test_the_processor_plugs_into_the_before_model_request_hook(mode: str) -> No
     assert last[2].text == "page 2 " * 100
     assert_history_valid(result.messages)
     assert [m.text[:7] for m in _results(model, 2)] == ["[Result", "page 1 "]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_store_keeps_what_the_output_guardrails_let_through(mode: str) -> None:
+    secret = "sk-live-1234567890abcdef1234"
+
+    @tool(max_result_chars=50)
+    def leak() -> str:
+        """A result echoing a credential past its first page."""
+        return "a" * 60 + f" Authorization: Bearer {secret} " + "b" * 60
+
+    store = MemoryResultStore()
+    model = ScriptedChatModel([ai_calls(call("leak", id="c")), _reader(0, 2), AiMessage("ok")])
+    service = ToolService(result_store=store, guardrails=[redact_secrets()]).tools(leak)
+    result = run(mode, service, model)
+    page = _results(model, 2)[-1].text
+    assert "Authorization: Bearer ***" in page and secret not in page
+    rid = _results(model, 1)[-1].attributes["toolweave.truncated"]["result_id"]
+    stored = asyncio.run(store.get(rid))
+    assert stored is not None and secret not in stored.text
+    assert_history_valid(result.messages)
