@@ -402,12 +402,6 @@ def test_cancelling_the_parents_stream_cancels_the_childs_tool_calls_astream() -
     assert waiter.ended == ["cancelled"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pre-existing: closing a stream while a round runs leaves the round's generator "
-    "(_stream_round) to the garbage collector, so running tools (any tool, nested or not) "
-    "are not cancelled at once",
-)
 def test_closing_the_parents_sync_stream_cancels_the_childs_tool_calls() -> None:
     waiter = Waiter()
     parent_model, parent = waiting_pair(waiter)
@@ -415,6 +409,17 @@ def test_closing_the_parents_sync_stream_cancels_the_childs_tool_calls() -> None
     for event in events:
         if isinstance(event, NestedEvent) and isinstance(event.event, ToolProgress):
             assert event.path == ("p1",)
+            break
+    events.close()  # type: ignore[attr-defined]
+    assert waiter.ended == ["cancelled"]
+
+
+def test_closing_a_sync_stream_cancels_its_running_tool_at_once() -> None:
+    waiter = Waiter()
+    model = ScriptedChatModel([ai_calls(call("wait_for_signal", id="c1")), AiMessage("x")])
+    events = ToolService().tools(waiter.tool()).chat_stream(model, None, "go")
+    for event in events:
+        if isinstance(event, ToolProgress):
             break
     events.close()  # type: ignore[attr-defined]
     assert waiter.ended == ["cancelled"]

@@ -352,6 +352,9 @@ class _Turn:
     outcomes: list[_Outcome] = field(default_factory=list)
     finished: bool = False
     """The conversation ended in this turn (a resumed round paused again or returned)."""
+    round: asyncio.Task[list[_Outcome]] | None = None
+    """The streamed round running (its generator is not closed with the conversation's:
+    the conversation cancels it when it ends, so its tools stop at once)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -1191,7 +1194,8 @@ class ToolService:
                     yield ChatCompleted(run.result(response, immediate=True))
                     return
         except BaseException as e:
-            early = [t for t in turn.started.values() if not t.done()]
+            running = (*turn.started.values(), *((turn.round,) if turn.round else ()))
+            early = [t for t in running if not t.done()]
             for task in early:  # tools started eagerly must not outlive the conversation
                 task.cancel()
             if early:
@@ -1292,6 +1296,8 @@ class ToolService:
         queue = turn.queue
         assert queue is not None
         round_task = asyncio.create_task(self._execute_round(calls, run, queue, turn.started))
+        turn.round = round_task
+        getter: asyncio.Future[Any] | None = None
         try:
             while not round_task.done() or not queue.empty():
                 getter = asyncio.ensure_future(queue.get())
@@ -1302,6 +1308,8 @@ class ToolService:
                     getter.cancel()
             turn.outcomes = round_task.result()
         finally:
+            if getter is not None:
+                getter.cancel()  # cancelled while waiting: no pending get left behind
             if not round_task.done():
                 round_task.cancel()
                 await asyncio.gather(round_task, return_exceptions=True)
