@@ -2,13 +2,14 @@
 
 The tool runs a sub-conversation (its own service: tools, limits, approvals; its own model)
 for each call of a parent conversation, and answers the call with the sub-conversation's
-final answer, or its structured output with `output_type` (docs/approvals.md, "A conversation
-as a tool"). What the parent sees of it:
+final answer, or its structured output with `output_type` (docs/loop.md, "A conversation as
+a tool"; its approvals: docs/approvals.md). What the parent sees of it:
 
 - its events, when the parent streams: each wrapped in a `NestedEvent` whose `path` holds the
   ids of the tool calls it belongs to, from the top conversation down;
 - its token usage, added to the parent's (`ToolChatResult.token_usage`), through the
-  `SUBCONVERSATION_ATTRIBUTE` of the call's result;
+  `SUBCONVERSATION_ATTRIBUTE` of the call's result, with its requests and tool calls; it
+  runs within what is left of the parent's `UsageLimits` (`within`);
 - its cancellation: cancelling the parent (or the call's `timeout`) cancels the
   sub-conversation, and with it the calls of its tools;
 - its pauses: a sub-conversation that stops for calls waiting for approval (or deferred)
@@ -54,11 +55,13 @@ from .approvals import (
 from .result import ChatCompleted, ToolChatResult
 
 __all__ = [
+    "STATE_KEY",
     "SUBCONVERSATION_ATTRIBUTE",
     "ConversationTool",
     "NestedDecisions",
     "NestedEvent",
     "NestedPendingCall",
+    "Spent",
     "Task",
     "child_state",
     "decision_payload",
@@ -68,6 +71,7 @@ __all__ = [
     "route_pending",
     "subconversation_spent",
     "subconversation_usage",
+    "within",
 ]
 
 STATE_KEY = "toolweave.subconversation_state"
