@@ -17,6 +17,7 @@ from toolweave import (
     ToolService,
     tool,
 )
+from toolweave.service.search import KeywordToolSearch
 from toolweave.toolsets import CombinedToolset, FunctionToolset, StepContext
 
 from ..service.helpers import MODES, ai_calls, call, run
@@ -153,3 +154,26 @@ def test_a_choose_function_returning_something_else_is_a_type_error() -> None:
     toolset = FunctionToolset(search).choosing(lambda ctx, cards: "search")
     with pytest.raises(TypeError, match="not a ToolChoice"):
         ToolService(toolsets=[toolset]).chat(ScriptedChatModel(["ok"]), None, "hi")
+
+
+def test_the_choice_covers_the_tools_sent_and_leaves_the_search_and_callers_tools_free() -> None:
+    def only(*names: str) -> Any:
+        return lambda ctx, cards: ToolChoice.allowed_tools(names)
+
+    given = ChatRequestParameters(tools=[note.card])
+    search_tool = KeywordToolSearch(always_visible=["search"])
+    # summarize is allowed but hidden by the service's tool search: not named on the wire
+    toolset = FunctionToolset(search, summarize, publish).choosing(only("summarize"))
+    model = ScriptedChatModel([AiMessage("ok")])
+    ToolService(toolsets=[toolset], tool_search=search_tool).chat(model, given, "hi")
+    assert sent(model) == [
+        (
+            ["note", "search", "tool_search_tool"],
+            ToolChoice.allowed_tools(["note", "tool_search_tool"]),
+        )
+    ]
+    # everything sent is allowed: plain AUTO
+    toolset = FunctionToolset(search, summarize, publish).choosing(only("search"))
+    model = ScriptedChatModel([AiMessage("ok")])
+    ToolService(toolsets=[toolset], tool_search=search_tool).chat(model, given, "hi")
+    assert sent(model) == [(["note", "search", "tool_search_tool"], ToolChoice.AUTO)]

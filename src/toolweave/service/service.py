@@ -108,6 +108,7 @@ from ..tools.pause import ToolPause
 from ..tools.retry import ModelRetry, Retry
 from ..tools.source import ToolSource
 from ..toolsets.abstract import UNKNOWN, Toolset, ToolsetTool
+from ..toolsets.choosing import merge_choices
 from ..toolsets.function import FunctionToolset, Options
 from ..toolsets.offering import Offering, with_instructions
 from ..toolsets.step import StepContext
@@ -1014,7 +1015,18 @@ class ToolService:
         chosen = None if run.offering is None else run.offering.tool_choice
         own = run.parameters.tool_choice
         if chosen is not None and not (own is not None and own.mode == "none"):
-            # the toolsets' choice for the step (docs/toolsets.md); the caller's NONE stands
+            # the toolsets' choice for the step (docs/toolsets.md), over the tools sent (the
+            # service's search may hide some); the caller's tools and the search tool are
+            # no set's, so no set restricts them; the caller's NONE stands
+            assert run.offering is not None
+            owned = run.offering.tools
+            sent = [c.name for c in cards]
+            chosen = merge_choices(
+                [
+                    (chosen, [n for n in sent if n in owned]),
+                    (None, [n for n in sent if n not in owned]),
+                ]
+            )
             return run.parameters.model_copy(update={"tools": cards, "tool_choice": chosen})
         return run.parameters.model_copy(update={"tools": cards})
 

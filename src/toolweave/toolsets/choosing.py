@@ -52,10 +52,10 @@ class ChoosingToolset(WrapperToolset):
 
 
 def merge_choices(
-    answers: Sequence[tuple[ToolChoice | None, Sequence[ToolsetTool]]],
+    answers: Sequence[tuple[ToolChoice | None, Sequence[str]]],
 ) -> ToolChoice | None:
-    """One choice for the union of sets, from each set's (choice, tools) of the step: None
-    when no set restricts; else each set allows what its choice names among its tools
+    """One choice for the union of sets, from each set's (choice, tool names) of the step:
+    None when no set restricts; else each set allows what its choice names among its tools
     (all of them when it gives None), the union is allowed, and a call is required when
     any set's choice requires one. Allowing every tool is plain `AUTO` / `REQUIRED`; allowing
     none is `NONE`."""
@@ -64,8 +64,7 @@ def merge_choices(
     names: list[str] = []
     every = True
     required = False
-    for choice, tools in answers:
-        offered = [t.card.name for t in tools]
+    for choice, offered in answers:
         if choice is None:
             names.extend(offered)
             continue

@@ -62,7 +62,12 @@ class CombinedToolset(Toolset):
         choices = [await t.tool_choice(ctx) for t in self.toolsets]
         if all(c is None for c in choices) or self._seen is None:
             return None
-        return merge_choices(list(zip(choices, self._seen or (), strict=True)))
+        return merge_choices(
+            [
+                (c, [t.card.name for t in tools])
+                for c, tools in zip(choices, self._seen, strict=True)
+            ]
+        )
 
     async def instructions(self, ctx: StepContext) -> str | None:
         texts = [await t.instructions(ctx) for t in self.toolsets]

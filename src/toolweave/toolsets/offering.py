@@ -45,7 +45,12 @@ class Offering:
         choice = (
             None
             if all(c is None for c in choices)
-            else merge_choices(list(zip(choices, answers, strict=True)))
+            else merge_choices(
+                [
+                    (c, [t.card.name for t in tools])
+                    for c, tools in zip(choices, answers, strict=True)
+                ]
+            )
         )
         chose = choice != self.tool_choice
         self.tool_choice = choice
