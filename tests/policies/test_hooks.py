@@ -271,6 +271,14 @@ def test_a_hook_returning_something_else_is_a_type_error() -> None:
         service.chat(model, None, "hi")
     with pytest.raises(TypeError, match="must return a list of messages"):
         ToolService(hooks=[history_processor(lambda m: None)]).chat(model, None, "hi")
+    with pytest.raises(
+        TypeError, match=r"around_model_call hook .*<lambda> must return a ChatResponse"
+    ):
+        ToolService(hooks=[around_model_call(lambda r, c, x: "text")]).chat(model, None, "hi")
+    model = ScriptedChatModel(adds(1))
+    service = ToolService(hooks=[around_tool_call(lambda c, t, x: "text")]).tools(add)
+    service.chat(model, None, "hi")  # the call fails, the model is told why
+    assert "must return a ToolExecutionResult, got str" in results(model)[0][1]
 
 
 def test_hooks_take_hook_objects() -> None:

@@ -495,40 +495,18 @@ class PolicyRun:
     ) -> ChatResponse:
         """`call(request)` through the around-model-call hooks (outermost first)."""
         hooks = self.model_hooks
-        ctx = self.step
 
-        def at(i: int) -> Callable[[ChatRequest], Awaitable[ChatResponse]]:
-            if i == len(hooks):
+        async def innermost(given: ChatRequest) -> ChatResponse:
+            if not isinstance(given, ChatRequest):
+                raise TypeError(f"call_model takes a ChatRequest, got {type(given).__name__}")
+            if not _same(given.messages, request.messages):
+                checked = check_history(given.messages, hooks[-1].label)
+                given = given.model_copy(update={"messages": checked})
+            return await call(given)
 
-                async def innermost(given: ChatRequest) -> ChatResponse:
-                    if not isinstance(given, ChatRequest):
-                        raise TypeError(
-                            f"call_model takes a ChatRequest, got {type(given).__name__}"
-                        )
-                    if given.messages is not request.messages and not _same(
-                        given.messages, request.messages
-                    ):
-                        given = given.model_copy(
-                            update={"messages": check_history(given.messages, hooks[-1].label)}
-                        )
-                    return await call(given)
-
-                return innermost
-            bound = hooks[i]
-            inner = at(i + 1)
-
-            async def hooked(given: ChatRequest) -> ChatResponse:
-                out = await _around(bound, given, inner, ctx)
-                if not isinstance(out, ChatResponse):
-                    raise TypeError(
-                        f"the around_model_call hook {bound.label} must return a ChatResponse, "
-                        f"got {type(out).__name__}"
-                    )
-                return out
-
-            return hooked
-
-        return await at(0)(request)
+        chain = _chain(hooks, self.step, innermost, ChatResponse, "around_model_call")
+        response: ChatResponse = await chain(request)
+        return response
 
     async def stream_model(
         self,
@@ -596,6 +574,31 @@ class PolicyRun:
         return result
 
 
+def _chain(
+    hooks: Sequence[_Bound],
+    ctx: Any,
+    innermost: Callable[[Any], Awaitable[Any]],
+    returns: type,
+    point: str,
+) -> Callable[[Any], Awaitable[Any]]:
+    """`innermost` inside the around-`hooks` (the first outermost), each hook's answer
+    checked to be a `returns`."""
+    call = innermost
+    for bound in reversed(hooks):
+
+        async def hooked(given: Any, bound: _Bound = bound, inner: Any = call) -> Any:
+            out = await _around(bound, given, inner, ctx)
+            if not isinstance(out, returns):
+                raise TypeError(
+                    f"the {point} hook {bound.label} must return a {returns.__name__}, got "
+                    f"{type(out).__name__}"
+                )
+            return out
+
+        call = hooked
+    return call
+
+
 async def run_tool_hooks(
     hooks: Sequence[_Bound],
     call: ToolExecutionRequest,
@@ -604,37 +607,20 @@ async def run_tool_hooks(
 ) -> ToolExecutionResult:
     """`execute(call)` through the around-tool-call `hooks` (outermost first)."""
 
-    def at(i: int) -> Callable[[ToolExecutionRequest], Awaitable[ToolExecutionResult]]:
-        if i == len(hooks):
+    async def innermost(given: ToolExecutionRequest) -> ToolExecutionResult:
+        if not isinstance(given, ToolExecutionRequest):
+            raise TypeError(f"call_tool takes a ToolExecutionRequest, got {type(given).__name__}")
+        if given.id != call.id or given.name != call.name:
+            raise ValueError(
+                f"a hook may change a call's arguments, not its id or tool "
+                f"({call.id!r} of {call.name!r} became {given.id!r} of {given.name!r})"
+            )
+        return await execute(given)
 
-            async def innermost(given: ToolExecutionRequest) -> ToolExecutionResult:
-                if not isinstance(given, ToolExecutionRequest):
-                    raise TypeError(
-                        f"call_tool takes a ToolExecutionRequest, got {type(given).__name__}"
-                    )
-                if given.id != call.id or given.name != call.name:
-                    raise ValueError(
-                        f"a hook may change a call's arguments, not its id or tool "
-                        f"({call.id!r} of {call.name!r} became {given.id!r} of {given.name!r})"
-                    )
-                return await execute(given)
-
-            return innermost
-        bound = hooks[i]
-        inner = at(i + 1)
-
-        async def hooked(given: ToolExecutionRequest) -> ToolExecutionResult:
-            out = await _around(bound, given, inner, ctx)
-            if not isinstance(out, ToolExecutionResult):
-                raise TypeError(
-                    f"the around_tool_call hook {bound.label} must return a "
-                    f"ToolExecutionResult, got {type(out).__name__}"
-                )
-            return out
-
-        return hooked
-
-    return await at(0)(call)
+    result: ToolExecutionResult = await _chain(
+        hooks, ctx, innermost, ToolExecutionResult, "around_tool_call"
+    )(call)
+    return result
 
 
 class HookedExecutor:
