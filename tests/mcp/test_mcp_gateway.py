@@ -320,6 +320,32 @@ async def test_the_upstreams_roots_request_is_asked_of_the_calling_client(
         assert (await client.call_tool("up_roots_seen", {})).is_error
 
 
+async def test_sampling_with_tools_reaches_a_client_that_takes_them(
+    upstream: McpServerConfig,
+) -> None:
+    offered: list[list[str]] = []
+
+    async def sample(ctx: Any, params: types.CreateMessageRequestParams) -> Any:
+        offered.append([t.name for t in params.tools or []])
+        return types.CreateMessageResultWithTools(
+            role="assistant",
+            content=[
+                types.ToolUseContent(type="tool_use", id="c1", name="lookup", input={"q": "x"})
+            ],
+            model="m",
+            stop_reason="toolUse",
+        )
+
+    tools = types.SamplingCapability(tools=types.SamplingToolsCapability())
+    async with gateway(upstream, sampling_callback=sample, sampling_capabilities=tools) as client:
+        result = await client.call_tool("up_ask_model_with_tools", {"prompt": "find x"})
+        assert text(result) == "toolUse: lookup({'q': 'x'})"
+    assert offered == [["lookup"]]
+    async with gateway(upstream, sampling_callback=sample) as client:  # no sampling.tools
+        assert (await client.call_tool("up_ask_model_with_tools", {"prompt": "?"})).is_error
+    assert len(offered) == 1
+
+
 async def test_a_declined_elicitation_goes_back_declined(upstream_stdio: McpServerConfig) -> None:
     async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         return types.ElicitResult(action="decline")

@@ -75,6 +75,25 @@ async def roots_seen(ctx: Context) -> str:
 
 
 @server.tool()
+async def ask_model_with_tools(prompt: str, ctx: Context) -> str:
+    """Ask the client's model with a tool it may call; answers what it chose."""
+    lookup = types.Tool(
+        name="lookup",
+        description="Look something up",
+        input_schema={"type": "object", "properties": {"q": {"type": "string"}}},
+    )
+    result = await ctx.request_context.session.create_message(
+        [types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))],
+        max_tokens=50,
+        tools=[lookup],
+        related_request_id=ctx.request_id,
+    )
+    blocks = result.content if isinstance(result.content, list) else [result.content]
+    uses = [f"{b.name}({b.input})" for b in blocks if isinstance(b, types.ToolUseContent)]
+    return f"{result.stop_reason}: {', '.join(uses)}"
+
+
+@server.tool()
 async def slow(seconds: float, tag: str = "x") -> str:
     """Sleep, recording its start and a cancellation in marker files."""
     _marker(f"started-{tag}").write_text("started")

@@ -182,7 +182,7 @@ class _Upstream:
         """A client of the upstream whose hooks forward to the gateway's clients."""
         return McpClient(
             self.proxy.config,
-            sampling=self._sample,
+            sampling=_Sampler(self),
             elicitation=self._elicit,
             roots=self._roots,
             on_log=self._log,
@@ -291,21 +291,28 @@ class _Upstream:
             logger = params.logger or server_name
             await channel.log(params.level, params.data, logger)
 
-    async def _sample(
-        self, params: mcp_types.CreateMessageRequestParams
-    ) -> mcp_types.CreateMessageResult:
+    async def sample(self, params: mcp_types.CreateMessageRequestParams) -> Any:
+        """Ask the calling client's model (tools included when that client takes them)."""
         call = self._asking("sampling")
         session = call.ctx.session
-        if not session.check_client_capability(
-            mcp_types.ClientCapabilities(sampling=mcp_types.SamplingCapability())
-        ):
-            raise RuntimeError("the gateway's client does not offer sampling")
+        tools = bool(params.tools) or params.tool_choice is not None
+        wanted = mcp_types.SamplingCapability(
+            tools=mcp_types.SamplingToolsCapability() if tools else None
+        )
+        if not session.check_client_capability(mcp_types.ClientCapabilities(sampling=wanted)):
+            raise RuntimeError(
+                "the gateway's client does not offer sampling"
+                + (" with tools (sampling.tools)" if tools else "")
+            )
+        kind: Any = (
+            mcp_types.CreateMessageResultWithTools if tools else mcp_types.CreateMessageResult
+        )
         try:
             with warnings.catch_warnings():  # sampling is deprecated on 2026-07-28
                 warnings.simplefilter("ignore")
-                result: mcp_types.CreateMessageResult = await session.send_request(
+                result: Any = await session.send_request(
                     mcp_types.CreateMessageRequest(params=params),
-                    mcp_types.CreateMessageResult,
+                    kind,
                     metadata=ServerMessageMetadata(related_request_id=call.ctx.request_id),
                 )
         except MCPError as e:
@@ -363,6 +370,19 @@ class _Upstream:
 
     async def aclose(self) -> None:
         await self.client.close()
+
+
+class _Sampler:
+    """An upstream's sampling hook: it takes requests with tools (the gateway's client,
+    when it declares ``sampling.tools``, answers them)."""
+
+    handles_tools = True
+
+    def __init__(self, upstream: _Upstream) -> None:
+        self.upstream = upstream
+
+    async def __call__(self, params: mcp_types.CreateMessageRequestParams) -> Any:
+        return await self.upstream.sample(params)
 
 
 class McpGateway:

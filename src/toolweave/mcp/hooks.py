@@ -8,7 +8,8 @@ Each is opt-in (a server sees a capability only when its hook is given):
   how often, so a server cannot spend your budget unboundedly (over a limit the server
   gets an error and the model is not called); with a `ChatModel` the client
   declares ``sampling.tools``: the server's tools reach the model as tool specifications
-  and its tool calls go back as ``tool_use`` content (the server runs them);
+  and its tool calls go back as ``tool_use`` content (the server runs them); a callback
+  with ``handles_tools = True`` gets such requests as they are;
 - ``elicitation``: an async callback gets an `ElicitationRequest` (form mode: a message and a
   flat JSON schema; URL mode: a message and a URL to open) and returns an
   `ElicitationResult`; for an accepted form the schema's defaults fill omitted fields. A
@@ -224,7 +225,7 @@ class McpClientHooks:
             out["log_level"] = "debug"
         if self.sampling is not None:
             out["sampling_callback"] = self._sampling(config)
-            if callable(getattr(self.sampling, "achat", None)):  # a ChatModel handles tools
+            if _handles_tools(self.sampling):
                 out["sampling_capabilities"] = mcp_types.SamplingCapability(
                     tools=mcp_types.SamplingToolsCapability()
                 )
@@ -254,7 +255,9 @@ class McpClientHooks:
     def _sampling(self, config: McpServerConfig) -> Any:
         async def sample(ctx: Any, params: mcp_types.CreateMessageRequestParams) -> Any:
             model = callable(getattr(self.sampling, "achat", None))
-            if not model and (params.tools or params.tool_choice is not None):
+            if not _handles_tools(self.sampling) and (
+                params.tools or params.tool_choice is not None
+            ):
                 # the spec: without the sampling.tools capability, tools are an error
                 return mcp_types.ErrorData(
                     code=mcp_types.INVALID_PARAMS,
@@ -360,6 +363,13 @@ class McpClientHooks:
                 return _hook_failed(config, "listing the roots", e)
 
         return list_roots
+
+
+def _handles_tools(hook: Any) -> bool:
+    """Whether a sampling hook takes requests with tools: a `ChatModel`, or a callback
+    whose ``handles_tools`` attribute is true (it answers with ``tool_use`` content itself,
+    e.g. a gateway asking its own client)."""
+    return callable(getattr(hook, "achat", None)) or getattr(hook, "handles_tools", False) is True
 
 
 def _hook_failed(config: McpServerConfig, what: str, error: Exception) -> mcp_types.ErrorData:
