@@ -4,6 +4,7 @@ scripted model (a fresh one per server)."""
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import subprocess
 import sys
@@ -30,15 +31,23 @@ class WebServer:
 
 
 @contextlib.contextmanager
-def web_server(*extra: str) -> Iterator[WebServer]:
-    """`toolweave web --port 0` on the scenario; yields once it prints its URL."""
+def web_server(
+    *extra: str,
+    tools: str = str(SCENARIO),
+    provider: str = f"{SCENARIO}:script",
+    env: dict[str, str] | None = None,
+) -> Iterator[WebServer]:
+    """`toolweave web --port 0` on the scenario (or on `tools` with `provider`, with `env`
+    added to the environment); yields once it prints its URL."""
     cmd = [
         sys.executable, "-m", "toolweave", "web",
-        "--tools", str(SCENARIO),
-        "--provider", f"{SCENARIO}:script",
+        "--tools", tools,
+        "--provider", provider,
         "--port", "0", "--token", TOKEN, *extra,
     ]  # fmt: skip
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        cmd, stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})}
+    )
     lines: list[str] = []
     found = threading.Event()
 

@@ -117,7 +117,11 @@ def add_web_command(
             loaded = load_tools(tools) if tools else []
             listings, samplers = connect_mcp(mcp or [], servers)
             service = ToolService(max_tool_calling_round_trips=max_rounds).tools(*loaded, *listings)
-            params = ChatRequestParameters(temperature=temperature)
+            # unset unless given: an explicit None would override the model's own default
+            # (the local model's greedy temperature=0)
+            params = ChatRequestParameters(
+                **({} if temperature is None else {"temperature": temperature})
+            )
             family = socket.AF_INET6 if ":" in host else socket.AF_INET
             sock = socket.socket(family, socket.SOCK_STREAM)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
