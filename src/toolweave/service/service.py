@@ -1894,7 +1894,9 @@ class ToolService:
             except _Abort as a:
                 abort = a.error
                 result = a.result
-        result = await self._limit_output(call, run, result)
+        cap = self._cap(call, run)
+        if cap is not None:  # most calls have none: no coroutine for them
+            result = await self._limit_output(call, run, result, cap)
         execution = ToolExecution(call, result, start, datetime.now(UTC), run.memory_id)
         if paused is not None:  # no result yet: the call waits (its run again reports one)
             return _Outcome(execution, abort, paused)
@@ -2160,7 +2162,10 @@ class ToolService:
         )
 
     def _cap(self, call: ToolExecutionRequest, run: _Run) -> Cap | None:
-        """The output cap of `call`: the card's, its toolset's, else the service's."""
+        """The output cap of `call`: the card's, its toolset's, else the service's (None for
+        the pages `read_result` answers: a page is as long as the cap already)."""
+        if run.stored and call.name == READ_RESULT_TOOL and self.result_store is not None:
+            return None
         entry = self._entry(call.name, run)
         chars, tokens = self.max_result_chars, self.max_result_tokens
         if entry is not None:
@@ -2179,14 +2184,9 @@ class ToolService:
         return Cap(chars, tokens, self.result_token_counter)
 
     async def _limit_output(
-        self, call: ToolExecutionRequest, run: _Run, result: ToolExecutionResult
+        self, call: ToolExecutionRequest, run: _Run, result: ToolExecutionResult, cap: Cap
     ) -> ToolExecutionResult:
-        """`result` within its tool's output cap; with a result store, kept whole there."""
-        if call.name == READ_RESULT_TOOL and run.stored and self.result_store is not None:
-            return result  # a page is as long as the cap already
-        cap = self._cap(call, run)
-        if cap is None:
-            return result
+        """`result` within `cap`; with a result store, kept whole there."""
         store = self.result_store
         out, stored, rid = cut(result, cap, call.id, call.name, store is not None)
         if stored is not None and rid is not None and store is not None:
