@@ -37,7 +37,7 @@ import shlex
 import urllib.parse
 import warnings
 import weakref
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -281,13 +281,12 @@ class _Upstream:
         self, server_name: str, params: mcp_types.LoggingMessageNotificationParams
     ) -> None:
         call = self.call_for()
-        if call is None:
+        make_channel = self.gateway.channel
+        if call is None or make_channel is None:
             server_log.info("%s: %s", server_name, params.data)
             return
-        from .server import _ServerChannel
-
         async with call.forwarding():
-            channel = _ServerChannel(call.ctx)
+            channel = make_channel(call.ctx)
             logger = params.logger or server_name
             await channel.log(params.level, params.data, logger)
 
@@ -391,7 +390,16 @@ class McpGateway:
     ``build_mcp_server(..., proxy=...)`` does): the upstreams connect when the server starts
     and close when it stops."""
 
-    def __init__(self, proxies: Iterable[McpServerConfig | McpProxy]) -> None:
+    def __init__(
+        self,
+        proxies: Iterable[McpServerConfig | McpProxy],
+        *,
+        channel: Callable[[Any], Any] | None = None,
+    ) -> None:
+        self.channel = channel
+        """Makes the `ToolChannel` of a client request (its ``ctx``), which an upstream's log
+        messages during a call are sent through; None: they go to ``server_log``.
+        `build_mcp_server` passes the server's own."""
         self.upstreams: list[_Upstream] = []
         prefixes: dict[str, str] = {}
         for p in proxies:

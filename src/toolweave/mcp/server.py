@@ -847,7 +847,7 @@ def build_mcp_server(
     if proxies:
         from .gateway import McpGateway
 
-        McpGateway(proxies).attach(server)
+        McpGateway(proxies, channel=_ServerChannel).attach(server)
     chain = list(middleware)
     if chain:
         from .middleware import apply_middleware
