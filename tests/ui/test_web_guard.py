@@ -23,7 +23,12 @@ ENDPOINTS = [
     pytest.param("POST", "/api/tools/get_weather", {"city": "Oslo"}, id="call-tool"),
     pytest.param("POST", "/api/chat", CHAT, id="ai-sdk"),
     pytest.param("POST", "/api/ag-ui", RUN, id="ag-ui"),
+    pytest.param("GET", "/api/durable/pending", None, id="durable-pending"),
 ]
+DECIDE = {"conversation_id": "c", "call_id": "p1", "decision": "approve"}
+# refused like the others; let through, it answers 404 here (no --durable-db: see
+# tests/ui/test_web_durable.py, which decides through it)
+REFUSED = [*ENDPOINTS, pytest.param("POST", "/api/durable/decide", DECIDE, id="durable-decide")]
 
 
 def _ask(web: WebServer, method: str, path: str, body: object, **headers: str) -> httpx.Response:
@@ -35,7 +40,7 @@ def test_it_says_it_binds_loopback_only(web: WebServer) -> None:
     assert f"?token={web.token}" in web.banner
 
 
-@pytest.mark.parametrize(("method", "path", "body"), ENDPOINTS)
+@pytest.mark.parametrize(("method", "path", "body"), REFUSED)
 def test_a_request_without_the_token_is_refused(
     web: WebServer, method: str, path: str, body: object
 ) -> None:
@@ -46,7 +51,7 @@ def test_a_request_without_the_token_is_refused(
     )
 
 
-@pytest.mark.parametrize(("method", "path", "body"), ENDPOINTS)
+@pytest.mark.parametrize(("method", "path", "body"), REFUSED)
 def test_a_request_with_a_foreign_origin_is_refused(
     web: WebServer, method: str, path: str, body: object
 ) -> None:
@@ -57,7 +62,7 @@ def test_a_request_with_a_foreign_origin_is_refused(
     assert cross.status_code == 403
 
 
-@pytest.mark.parametrize(("method", "path", "body"), ENDPOINTS)
+@pytest.mark.parametrize(("method", "path", "body"), REFUSED)
 def test_a_request_with_a_rebinding_host_is_refused(
     web: WebServer, method: str, path: str, body: object
 ) -> None:

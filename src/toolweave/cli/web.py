@@ -94,6 +94,22 @@ def add_web_command(
         open_browser: Annotated[
             bool, typer.Option("--open/--no-open", help="Open the page in a browser.")
         ] = False,
+        durable_db: Annotated[
+            str | None,
+            typer.Option(
+                "--durable-db",
+                envvar="TOOLWEAVE_DURABLE_DB",
+                help="PostgreSQL URL of the DBOS database of durable conversations: the page "
+                "lists their calls waiting for a decision, to approve or deny (as `toolweave "
+                "runs pending`).",
+            ),
+        ] = None,
+        durable_app: Annotated[
+            str,
+            typer.Option(
+                "--durable-app", envvar="TOOLWEAVE_DURABLE_APP", help="The workers' DBOS app name."
+            ),
+        ] = "toolweave",
     ) -> None:
         """Chat with a model in the browser: tool calls as cards, approval buttons, and a form
         to call each tool by hand. Binds 127.0.0.1; every request needs the printed token."""
@@ -114,6 +130,7 @@ def add_web_command(
                 raise CliError(str(e)) from None
             import uvicorn
 
+            durable = _durable_client(durable_db, durable_app, servers) if durable_db else None
             loaded = load_tools(tools) if tools else []
             listings, samplers = connect_mcp(mcp or [], servers)
             service = ToolService(max_tool_calling_round_trips=max_rounds).tools(*loaded, *listings)
@@ -150,6 +167,7 @@ def add_web_command(
                     web=True,
                     middleware=[guard],
                     description=what,
+                    durable=durable,
                 )
                 shown = f"[{host}]" if ":" in host else host
                 url = f"http://{shown}:{bound}/?token={secret}"
@@ -160,6 +178,11 @@ def add_web_command(
                 )
                 names = ", ".join(c.name for c in service.tool_cards) or "none"
                 err.print(f"[dim]{markup_safe(what)} · tools: {markup_safe(names)}[/]")
+                if durable is not None:
+                    err.print(
+                        f"[dim]durable conversations of app {markup_safe(durable_app)}: "
+                        "their pending approvals are in the page[/]"
+                    )
                 err.print(f"[dim]{scope}; every request needs the token of this URL[/]")
                 err.print(f"toolweave web on {markup_safe(url)} (Ctrl-C stops it)")
                 if open_browser and not os.environ.get("CI"):
@@ -168,3 +191,21 @@ def add_web_command(
                 uvicorn.Server(config).run(sockets=[sock])
 
     del web
+
+
+def _durable_client(db: str, app: str, stack: contextlib.ExitStack) -> Any:
+    """A `ConversationClient` on `db`, closed with `stack`; a database that cannot be
+    opened is a `CliError`."""
+    try:
+        from ..durable.ops import ConversationClient
+        from ..durable.service import DurableDatabaseError
+    except ImportError as e:
+        raise CliError(f"--durable-db needs the durable extra (dbos): {e}") from None
+    try:
+        client = ConversationClient(db, app_name=app)
+    except DurableDatabaseError as e:
+        raise CliError(f"cannot open the durable database: {e.message}") from None
+    except Exception as e:
+        raise CliError(f"cannot open the durable database: {e}") from None
+    stack.callback(client.close)
+    return client

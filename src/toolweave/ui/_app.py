@@ -6,12 +6,14 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+import threading
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ag_ui.encoder import EventEncoder
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
@@ -21,14 +23,18 @@ from ..chat import AiMessage, ChatModel, ChatRequestParameters, SystemMessage, U
 from ..chat.scripted import ScriptedChatModel
 from ..errors import ToolweaveError
 from ..execution import ToolExecutionRequest, ToolExecutionResult
-from ..service import Approve, ChatStatus, InvalidConversationStateError, ToolService
+from ..service import Approve, ChatStatus, Deny, InvalidConversationStateError, ToolService
 from ._ag_ui import ag_ui_events, ag_ui_request
 from ._ai_sdk import AI_SDK_HEADERS, _jsonable, ai_sdk_chunks, ai_sdk_request, ai_sdk_sse
 from ._common import ChatInput, ProtocolRequestError, media
 
+if TYPE_CHECKING:
+    from ..durable.ops import ConversationClient
+
 __all__ = ["call_tool", "create_app", "tool_listing"]
 
 STATIC = Path(__file__).resolve().parent / "static"
+_R = TypeVar("_R")
 
 
 def tool_listing(service: ToolService) -> list[dict[str, Any]]:
@@ -87,6 +93,7 @@ def create_app(
     web: bool = False,
     middleware: Sequence[Any] = (),
     description: str | None = None,
+    durable: ConversationClient | None = None,
 ) -> Starlette:
     """An ASGI app answering chat requests with `service` and `model`.
 
@@ -96,8 +103,10 @@ def create_app(
     as long as the app lives: give your own to resume across processes). `system` is put
     first in a conversation that has no system message. With `web=True` the app also
     serves the `toolweave web` page (`/`) and its tool API (`GET /api/tools`,
-    `POST /api/tools/{name}`, which runs a tool by hand). `middleware` wraps the app
-    (Starlette `Middleware` entries)."""
+    `POST /api/tools/{name}`, which runs a tool by hand) and, given a `durable` client, the
+    calls waiting for a decision in its durable conversations (`GET /api/durable/pending`,
+    `POST /api/durable/decide`: approve or deny one, through `ConversationClient.decide`).
+    `middleware` wraps the app (Starlette `Middleware` entries)."""
     signing_key = key if key is not None else secrets.token_bytes(32)
 
     def prepare(chat_input: ChatInput) -> Any:
@@ -169,7 +178,9 @@ def create_app(
             return FileResponse(STATIC / "index.html", headers={"cache-control": "no-store"})
 
         async def info(request: Request) -> Response:
-            return JSONResponse({"model": description or type(model).__name__})
+            return JSONResponse(
+                {"model": description or type(model).__name__, "durable": durable is not None}
+            )
 
         async def tools(request: Request) -> Response:
             return JSONResponse(tool_listing(service))
@@ -195,6 +206,74 @@ def create_app(
             Route("/api/info", info, methods=["GET"]),
             Route("/api/tools", tools, methods=["GET"]),
             Route("/api/tools/{name:str}", call, methods=["POST"]),
+            *_durable_routes(durable, body_of),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
         ]
     return Starlette(routes=routes, middleware=list(middleware))
+
+
+def _durable_routes(client: ConversationClient | None, body_of: Callable[..., Any]) -> list[Route]:
+    """The pending approvals of durable conversations, for the page: listed, and decided."""
+    # the client is synchronous (each database operation bounded): its calls run in a
+    # worker thread, one at a time
+    lock = threading.Lock()
+
+    async def run(operation: Callable[..., _R], *args: Any, **kwargs: Any) -> _R:
+        def locked() -> _R:
+            with lock:
+                return operation(*args, **kwargs)
+
+        return await run_in_threadpool(locked)
+
+    def unavailable(error: ToolweaveError) -> Response:
+        # DurableDatabaseError: the database cannot be used now
+        return JSONResponse({"error": error.message}, status_code=503)
+
+    async def pending(request: Request) -> Response:
+        if client is None:
+            return JSONResponse({"enabled": False, "calls": []})
+        from ..durable.service import DurableDatabaseError
+
+        try:
+            waiting = await run(client.pending)
+        except DurableDatabaseError as e:
+            return unavailable(e)
+        calls = [{"conversation_id": cid, **call.model_dump(mode="json")} for cid, call in waiting]
+        return JSONResponse({"enabled": True, "calls": calls})
+
+    async def decide(request: Request) -> Response:
+        if client is None:
+            error = "no durable conversations here: start toolweave web with --durable-db"
+            return JSONResponse({"error": error}, status_code=404)
+        from ..durable.service import DurableDatabaseError
+
+        try:
+            body = await body_of(request)
+        except ProtocolRequestError as e:
+            return JSONResponse({"error": str(e)}, status_code=400)
+        if not isinstance(body, dict):
+            return JSONResponse({"error": "the body must be a JSON object"}, status_code=400)
+        cid, call_id, kind = body.get("conversation_id"), body.get("call_id"), body.get("decision")
+        reason = body.get("reason")
+        if not (isinstance(cid, str) and isinstance(call_id, str)) or kind not in (
+            "approve",
+            "deny",
+        ):
+            error = 'needs "conversation_id", "call_id" and "decision" ("approve" or "deny")'
+            return JSONResponse({"error": error}, status_code=400)
+        decision: Approve | Deny = (
+            Approve() if kind == "approve" else Deny(reason) if reason else Deny()
+        )
+        try:
+            recorded = await run(client.decide, cid, call_id, decision, decided_by="toolweave web")
+        except DurableDatabaseError as e:
+            return unavailable(e)
+        except ToolweaveError as e:
+            # not waiting, decided otherwise already (DecisionConflictError), or not fitting
+            return JSONResponse({"error": e.message}, status_code=409)
+        return JSONResponse({"recorded": recorded})
+
+    return [
+        Route("/api/durable/pending", pending, methods=["GET"]),
+        Route("/api/durable/decide", decide, methods=["POST"]),
+    ]

@@ -252,6 +252,10 @@ function readForm(form) {
 async function loadTools() {
   const [info, tools] = await Promise.all([fetch("/api/info").then((r) => r.json()), fetch("/api/tools").then((r) => r.json())]);
   $("model").textContent = info.model;
+  if (info.durable) {
+    loadDurable().catch((e) => showError(String(e)));
+    setInterval(() => loadDurable().catch(() => {}), 5000);
+  }
   const list = $("tool-list");
   list.replaceChildren();
   for (const tool of tools) {
@@ -279,6 +283,58 @@ async function loadTools() {
       el("div", { class: "hint", text: tool.description }), form, result));
   }
 }
+
+// --- durable conversations: the calls waiting for a decision -------------------------------
+let durableShown = "";
+
+async function loadDurable() {
+  const response = await fetch("/api/durable/pending");
+  const body = await response.json();
+  const status = $("durable-list");
+  if (!response.ok) { status.replaceChildren(el("div", { class: "error", text: `error: ${body.error}` })); durableShown = ""; return; }
+  $("durable").hidden = !body.enabled;
+  const key = JSON.stringify(body.calls);
+  if (key === durableShown) return; // unchanged: keep the cards (and what is typed in them)
+  durableShown = key;
+  status.replaceChildren();
+  if (!body.calls.length) status.append(el("div", { class: "hint", "data-testid": "durable-empty", text: "Nothing is waiting." }));
+  for (const call of body.calls) status.append(pendingCard(call));
+}
+
+function pendingCard(call) {
+  const card = el("div", { class: "tool-card pending", "data-testid": "pending-call", "data-conversation": call.conversation_id, "data-call": call.id, "data-tool": call.tool_name },
+    el("div", { class: "title", text: call.tool_name }),
+    el("div", { class: "hint", text: `conversation ${call.conversation_id} · call ${call.id}` }),
+    el("pre", { class: "args", "data-testid": "pending-args", text: pretty(call.arguments) }),
+    call.message ? el("div", { class: "hint", text: call.message }) : null);
+  const outcome = el("div", { class: "hint", "data-testid": "pending-outcome" });
+  if (call.reason !== "approval") {
+    card.append(el("div", { class: "hint", text: "waiting for a deferred result: its caller answers it" }));
+    return card;
+  }
+  const reason = el("input", { type: "text", placeholder: "reason (optional, for the model)", "data-testid": "pending-deny-reason" });
+  const decide = async (decision) => {
+    for (const button of card.querySelectorAll("button")) button.disabled = true;
+    try {
+      const response = await fetch("/api/durable/decide", {
+        method: "POST", headers: { "content-type": "application/json" },
+        body: JSON.stringify({ conversation_id: call.conversation_id, call_id: call.id, decision, reason: reason.value || undefined }),
+      });
+      const body = await response.json();
+      outcome.textContent = response.ok ? (decision === "approve" ? "approved: the conversation goes on" : "denied: the conversation goes on") : `error: ${body.error}`;
+      card.dataset.decided = response.ok ? decision : "error";
+    } catch (e) {
+      outcome.textContent = `error: ${e}`;
+      card.dataset.decided = "error";
+    }
+  };
+  card.append(el("div", { class: "approval" },
+    el("button", { class: "primary", "data-testid": "pending-approve", text: "Approve", onclick: () => decide("approve") }),
+    el("button", { class: "danger", "data-testid": "pending-deny", text: "Deny", onclick: () => decide("deny") }), reason), outcome);
+  return card;
+}
+
+$("durable-refresh").addEventListener("click", () => loadDurable().catch((e) => showError(String(e))));
 
 $("composer").addEventListener("submit", (event) => {
   event.preventDefault();
