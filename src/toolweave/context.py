@@ -1,11 +1,13 @@
 """The per-call context a tool can ask for by declaring a `ToolContext` parameter.
 
 Besides describing the call, a `ToolContext` is the tool's way back to whoever called it:
-progress reports, log messages, and (when the caller can) sampling and elicitation. These go
-to the `ToolChannel` in force for the call — set by `serve_mcp` for a tool served over MCP
-(progress and log notifications, ``sampling/createMessage``, ``elicitation/create``), by
-`ToolService` for a streamed call — and are no-ops (progress, logs) or a
-`ToolNotSupportedError` (sampling, elicitation) when there is none.
+progress reports, log messages, and (when the caller can) sampling, elicitation and the
+caller's roots. These go to the `ToolChannel` in force for the call — set by `serve_mcp` for a
+tool served over MCP (progress and log notifications, ``sampling/createMessage``,
+``elicitation/create``, ``roots/list``; on 2026-07-28 connections the questions travel in
+input-required results, and the tool runs again with the answers), by `ToolService` for a
+streamed call — and are no-ops (progress, logs) or a `ToolNotSupportedError` (sampling,
+elicitation, roots) when there is none.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from .identity import Identity, current_identity
 
 __all__ = [
     "ElicitationResult",
+    "Root",
     "ToolChannel",
     "ToolContext",
     "current_approval",
@@ -39,6 +42,25 @@ class ElicitationResult:
 
     action: str
     content: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Root:
+    """One of the caller's roots (MCP ``roots/list``): a ``file://`` URI and its name."""
+
+    uri: str
+    name: str | None = None
+
+
+_INPUT_KEY: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "toolweave_input_key", default=None
+)
+
+
+def current_input_key() -> str | None:
+    """The `key=` the question being asked was given (`ToolContext.aelicit` ...), if any:
+    its name in a 2026-07-28 input-required result."""
+    return _INPUT_KEY.get()
 
 
 class ToolChannel(Protocol):
@@ -188,21 +210,46 @@ class ToolContext:
         if channel is not None:
             await channel.log(level, data, logger)
 
-    async def asample(self, messages: Any, **params: Any) -> str:
+    async def asample(self, messages: Any, *, key: str | None = None, **params: Any) -> str:
         """Ask the caller's model (MCP sampling): `messages` is a text or a list of texts /
         ``{"role", "content"}`` dicts; `params` are ``max_tokens`` (default 1000),
-        ``system_prompt``, ``temperature`` ...; returns the answer's text."""
+        ``system_prompt``, ``temperature`` ...; returns the answer's text. `key` names the
+        question in a 2026-07-28 input-required result (default: by its order)."""
         channel = _CHANNEL.get()
         if channel is None:
             raise _not_supported("sampling")
-        return await channel.sample(messages, **params)
+        token = _INPUT_KEY.set(key)
+        try:
+            return await channel.sample(messages, **params)
+        finally:
+            _INPUT_KEY.reset(token)
 
-    async def aelicit(self, message: str, schema: dict[str, Any]) -> ElicitationResult:
-        """Ask the caller's user to fill a form (MCP elicitation)."""
+    async def aelicit(
+        self, message: str, schema: dict[str, Any], *, key: str | None = None
+    ) -> ElicitationResult:
+        """Ask the caller's user to fill a form (MCP elicitation); `key` as in `asample`."""
         channel = _CHANNEL.get()
         if channel is None:
             raise _not_supported("elicitation")
-        return await channel.elicit(message, schema)
+        token = _INPUT_KEY.set(key)
+        try:
+            return await channel.elicit(message, schema)
+        finally:
+            _INPUT_KEY.reset(token)
+
+    async def alist_roots(self, *, key: str | None = None) -> list[Root]:
+        """The caller's roots (MCP ``roots/list``): the directories it lets the tool work
+        in; `key` as in `asample`."""
+        channel = _CHANNEL.get()
+        list_roots = getattr(channel, "list_roots", None)
+        if list_roots is None:
+            raise _not_supported("roots")
+        token = _INPUT_KEY.set(key)
+        try:
+            roots: list[Root] = await list_roots()
+            return roots
+        finally:
+            _INPUT_KEY.reset(token)
 
     # sync faces, for sync tools (which run on a worker thread) ---------------------------------
     def _run(self, coro: Coroutine[Any, Any, T], *, wait: bool) -> T | None:
@@ -235,15 +282,23 @@ class ToolContext:
         """`alog` for sync tools."""
         self._run(self.alog(level, data, logger), wait=False)
 
-    def sample(self, messages: Any, **params: Any) -> str:
+    def sample(self, messages: Any, *, key: str | None = None, **params: Any) -> str:
         """`asample` for sync tools."""
-        out = self._run(self.asample(messages, **params), wait=True)
+        out = self._run(self.asample(messages, key=key, **params), wait=True)
         assert out is not None
         return out
 
-    def elicit(self, message: str, schema: dict[str, Any]) -> ElicitationResult:
+    def elicit(
+        self, message: str, schema: dict[str, Any], *, key: str | None = None
+    ) -> ElicitationResult:
         """`aelicit` for sync tools."""
-        out = self._run(self.aelicit(message, schema), wait=True)
+        out = self._run(self.aelicit(message, schema, key=key), wait=True)
+        assert out is not None
+        return out
+
+    def list_roots(self, *, key: str | None = None) -> list[Root]:
+        """`alist_roots` for sync tools."""
+        out = self._run(self.alist_roots(key=key), wait=True)
         assert out is not None
         return out
 

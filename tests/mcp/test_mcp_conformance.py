@@ -137,27 +137,12 @@ SERVER_SCENARIOS_NEXT = [
 ]
 
 _NO_TASKS = "the tasks extension (io.modelcontextprotocol/tasks, SEP-2663) is not served yet"
-_NO_INPUT_REQUIRED = (
-    "served tools do not answer 2026-07-28 requests with input-required results (SEP-2322) yet"
-)
 SERVER_SKIPS_NEXT: dict[str, str] = {
     # tasks-status-notifications is left out: the suite itself only reports it SKIPPED.
     **{
         s: _NO_TASKS
         for s in SERVER_SCENARIOS_NEXT
         if s.startswith("tasks-") and s != "tasks-status-notifications"
-    },
-    **{
-        s: _NO_INPUT_REQUIRED
-        for s in SERVER_SCENARIOS_NEXT
-        if s.startswith("input-required-result-")
-        and s
-        not in (
-            "input-required-result-missing-input-response",
-            "input-required-result-unsupported-methods",
-            "input-required-result-ignore-extra-params",
-            "input-required-result-validate-input",
-        )
     },
 }
 """0.2.0-alpha.12 server scenarios that cannot pass yet: name -> reason (also in docs/mcp.md)."""

@@ -20,6 +20,7 @@ from toolweave import (
     tool,
 )
 from toolweave.context import ToolContext
+from toolweave.errors import ToolNotSupportedError
 from toolweave.mcp import completion, prompt, resource
 
 IMAGE = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
@@ -275,6 +276,85 @@ def test_custom_header(region: str) -> str:
     return f"region: {region}"
 
 
+# --- input-required results (2026-07-28, SEP-2322): ordinary ToolContext questions, which a
+# 2026-07-28 request gets as input-required results; the tool runs again with the answers.
+NAME_FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
+@tool
+async def test_input_required_result_elicitation(ctx: ToolContext) -> str:
+    """Asks the user's name"""
+    answer = await ctx.aelicit("What is your name?", NAME_FORM, key="user_name")
+    return f"Hello, {(answer.content or {}).get('name')}!"
+
+
+@tool
+async def test_input_required_result_sampling(ctx: ToolContext) -> str:
+    """Asks the client's model a question"""
+    return await ctx.asample(
+        "What is the capital of France?", max_tokens=100, key="capital_question"
+    )
+
+
+@tool
+async def test_input_required_result_list_roots(ctx: ToolContext) -> str:
+    """Lists the client's roots"""
+    roots = await ctx.alist_roots(key="client_roots")
+    return "roots: " + ", ".join(r.uri for r in roots)
+
+
+@tool
+async def test_input_required_result_request_state(ctx: ToolContext) -> str:
+    """Asks for a confirmation"""
+    form = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    answer = await ctx.aelicit("Please confirm", form, key="confirm")
+    return f"state-ok: confirmed={(answer.content or {}).get('ok')}"
+
+
+@tool
+async def test_input_required_result_multiple_inputs(ctx: ToolContext) -> str:
+    """Asks the user, the model and for the roots at once"""
+    answer, greeting, roots = await asyncio.gather(
+        ctx.aelicit("What is your name?", NAME_FORM, key="user_name"),
+        ctx.asample("Generate a greeting", max_tokens=50, key="greeting"),
+        ctx.alist_roots(key="client_roots"),
+    )
+    name = (answer.content or {}).get("name")
+    return f"{greeting} {name} ({len(roots)} roots)"
+
+
+@tool
+async def test_input_required_result_multi_round(ctx: ToolContext) -> str:
+    """Asks two questions, one after the other"""
+    first = await ctx.aelicit("Step 1: What is your name?", NAME_FORM, key="step1")
+    color_form = {
+        "type": "object",
+        "properties": {"color": {"type": "string"}},
+        "required": ["color"],
+    }
+    second = await ctx.aelicit("Step 2: What is your favorite color?", color_form, key="step2")
+    name, color = (first.content or {}).get("name"), (second.content or {}).get("color")
+    return f"{name} likes {color}"
+
+
+@tool
+async def test_input_required_result_tampered_state(ctx: ToolContext) -> str:
+    """Asks for a confirmation (its request state is sealed)"""
+    form = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    answer = await ctx.aelicit("Please confirm", form, key="confirm")
+    return f"confirmed={(answer.content or {}).get('ok')}"
+
+
+@tool
+async def test_input_required_result_capabilities(ctx: ToolContext) -> str:
+    """Asks the user when the client can, else its model"""
+    try:
+        answer = await ctx.aelicit("What is your name?", NAME_FORM, key="user_name")
+        return f"Hello, {(answer.content or {}).get('name')}!"
+    except ToolNotSupportedError:
+        return await ctx.asample("Make up a name", max_tokens=20, key="made_up_name")
+
+
 # --- resources ---------------------------------------------------------------------------------
 @resource("test://static-text", title="Static Text Resource", mime_type="text/plain")
 def static_text() -> str:
@@ -339,6 +419,18 @@ def test_prompt_with_image() -> list[object]:
         {"role": "user", "content": ImageContent(data=IMAGE, mime_type="image/png")},
         {"role": "user", "content": TextContent(text="Please analyze the image above.")},
     ]
+
+
+@prompt(title="Prompt That Asks First")
+async def test_input_required_result_prompt(ctx: ToolContext) -> str:
+    """A prompt that asks the user for its context"""
+    form = {
+        "type": "object",
+        "properties": {"context": {"type": "string"}},
+        "required": ["context"],
+    }
+    answer = await ctx.aelicit("What context should the prompt use?", form, key="user_context")
+    return f"Use this context: {(answer.content or {}).get('context')}"
 
 
 @completion("test_prompt_with_arguments", "arg1")

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, overload
@@ -123,12 +124,20 @@ class McpPrompt:
     description: str | None = None
     arguments: tuple[tuple[str, bool], ...] = field(default=())
     """(name, required) per parameter."""
+    context_param: str | None = None
+    """The parameter annotated `ToolContext` (not an argument): filled in when rendered, so
+    the prompt can ask the client (``aelicit``, ``asample``, ``alist_roots``)."""
     scopes: tuple[str, ...] = ()
     """The OAuth scopes a client's token needs to get it (with `serve_mcp(auth=...)`)."""
 
     async def render(self, arguments: dict[str, str]) -> Any:
         """Call the function with the client's arguments."""
-        return await _user_call(f"the prompt {self.name!r}", self.func, **arguments)
+        extra: dict[str, Any] = {}
+        if self.context_param is not None:
+            from ..context import ToolContext
+
+            extra[self.context_param] = ToolContext(self.name)
+        return await _user_call(f"the prompt {self.name!r}", self.func, **arguments, **extra)
 
 
 @dataclass(frozen=True)
@@ -206,10 +215,12 @@ def prompt(
     OAuth scopes needed to get it when served with auth."""
 
     def wrap(f: Callable[..., Any]) -> McpPrompt:
+        context = _context_param(f)
         args = tuple(
             (p.name, p.default is inspect.Parameter.empty)
             for p in inspect.signature(f).parameters.values()
             if p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+            and p.name != context
         )
         return McpPrompt(
             name=name or f.__name__,
@@ -218,9 +229,25 @@ def prompt(
             description=description if description is not None else (_doc(f) or None),
             arguments=args,
             scopes=_scopes(scopes),
+            context_param=context,
         )
 
     return wrap(func) if func is not None else wrap
+
+
+def _context_param(func: Callable[..., Any]) -> str | None:
+    """The name of `func`'s parameter annotated `ToolContext`, if any."""
+    from ..context import ToolContext
+
+    try:
+        hints = typing.get_type_hints(func)
+    except Exception:  # unresolvable annotations: go by the name written
+        hints = {}
+    for p in inspect.signature(func).parameters.values():
+        hint = hints.get(p.name, p.annotation)
+        if hint is ToolContext or hint == "ToolContext":
+            return p.name
+    return None
 
 
 def completion(ref: str, argument: str) -> Callable[[Callable[..., Any]], McpCompletion]:

@@ -37,7 +37,7 @@ from mcp.shared.uri_template import UriTemplate
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
-from ..context import ElicitationResult, ToolContext, use_approval, use_tool_channel
+from ..context import ElicitationResult, Root, ToolContext, use_approval, use_tool_channel
 from ..errors import (
     McpError,
     ToolArgumentsError,
@@ -60,6 +60,7 @@ from ..service.guardrails import with_card_guardrails
 from ..tools.approval import needs_approval, validated_arguments
 from ..tools.base import Tool
 from ..tools.pause import ToolPause
+from ._input_required import current_round, install_request_state, with_input_rounds
 from ._stdio_guard import DEFAULT_MAX_MESSAGE_BYTES
 from .features import Feature, McpCompletion, McpPrompt, McpResource
 
@@ -396,10 +397,17 @@ class _ServerChannel:
             )
 
     async def sample(self, messages: Any, **params: Any) -> str:
+        params.setdefault("max_tokens", 1000)
+        asking = current_round()
+        if asking is not None:  # 2026-07-28: the question goes in an input-required result
+            return await asking.sample(
+                mcp_types.CreateMessageRequestParams(
+                    messages=_sampling_messages(messages), **params
+                )
+            )
         self._require(
             "sampling", mcp_types.ClientCapabilities(sampling=mcp_types.SamplingCapability())
         )
-        params.setdefault("max_tokens", 1000)
         try:
             with warnings.catch_warnings():  # deprecated for 2026-07-28, the way for 2025
                 warnings.simplefilter("ignore")
@@ -412,6 +420,9 @@ class _ServerChannel:
         return "".join(getattr(b, "text", "") for b in blocks)
 
     async def elicit(self, message: str, schema: dict[str, Any]) -> ElicitationResult:
+        asking = current_round()
+        if asking is not None:
+            return await asking.elicit(message, schema)
         self._require(
             "elicitation",
             mcp_types.ClientCapabilities(elicitation=mcp_types.ElicitationCapability()),
@@ -429,6 +440,19 @@ class _ServerChannel:
             raise McpError(f"elicitation failed: {e.message}", cause=e) from e
         content = dict(result.content) if result.content is not None else None
         return ElicitationResult(action=result.action, content=content)
+
+    async def list_roots(self) -> list[Root]:
+        asking = current_round()
+        if asking is not None:
+            return await asking.list_roots()
+        self._require("roots", mcp_types.ClientCapabilities(roots=mcp_types.RootsCapability()))
+        try:
+            with warnings.catch_warnings():  # deprecated for 2026-07-28, the way for 2025
+                warnings.simplefilter("ignore")
+                result = await self.ctx.session.list_roots()
+        except MCPError as e:
+            raise McpError(f"listing the roots failed: {e.message}", cause=e) from e
+        return [Root(uri=str(r.uri), name=r.name) for r in result.roots]
 
 
 _APPROVAL_SCHEMA: dict[str, Any] = {
@@ -690,7 +714,8 @@ class _Features:
         if missing:
             raise MCPError(mcp_types.INVALID_PARAMS, f"missing prompt arguments: {missing}")
         known = {n for n, _ in p.arguments}
-        value = await p.render({k: v for k, v in args.items() if k in known})
+        with use_tool_channel(_ServerChannel(ctx)):  # a prompt's ToolContext asks the client
+            value = await p.render({k: v for k, v in args.items() if k in known})
         if isinstance(value, mcp_types.GetPromptResult):
             return value
         return mcp_types.GetPromptResult(
@@ -828,7 +853,10 @@ def build_mcp_server(
             on_unsubscribe_resource=served.subscribe,
         )
     if served.prompts:
-        handlers.update(on_list_prompts=served.list_prompts, on_get_prompt=served.get_prompt)
+        handlers.update(
+            on_list_prompts=served.list_prompts,
+            on_get_prompt=with_input_rounds(served.get_prompt),
+        )
     if served.prompts or served.templates:
         handlers["on_completion"] = served.complete
     with warnings.catch_warnings():  # logging is deprecated for 2026-07-28, needed for 2025
@@ -839,10 +867,11 @@ def build_mcp_server(
             instructions=instructions,
             get_tool_input_schema=input_schema,
             on_list_tools=list_tools,
-            on_call_tool=call_tool,
+            on_call_tool=with_input_rounds(call_tool),
             on_set_logging_level=set_level,
             **handlers,
         )
+    install_request_state(server, name)  # 2026-07-28 requestState: sealed, verified
     proxies = list(proxy)
     if proxies:
         from .gateway import McpGateway
