@@ -62,5 +62,12 @@ $(BENCH_STAMP): benchmarks/peers/requirements.txt pyproject.toml
 bench-peers: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python -m benchmarks.peers
 
+# MCP serving (benchmarks/mcp_serve.py): FastMCP 4 in its own venv, .venv-bench-serve/
+# (created by the script from benchmarks/mcp_serve_requirements.txt), never in .venv.
+.PHONY: bench-serve
+
+bench-serve: $(STAMP)
+	$(BIN)/python -m benchmarks.mcp_serve
+
 clean:
 	rm -rf $(VENV) dist .mypy_cache .pytest_cache .ruff_cache
