@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from toolweave import AiMessage, ScriptedChatModel, ToolExecutionRequest, tool
+from toolweave.chat.request import ChatRequest
 
 
 @tool
@@ -98,3 +99,17 @@ def locating_model() -> ScriptedChatModel:
     return ScriptedChatModel(
         [AiMessage(tool_execution_requests=[call]), AiMessage(f"The report is at {LONG_PATH}.")]
     )
+
+
+def parameters_model() -> ScriptedChatModel:
+    """Answers with the sampling parameters the request set (none unless given)."""
+
+    def answer(request: ChatRequest) -> AiMessage:
+        given = sorted(
+            k
+            for k in ("temperature", "top_p", "max_tokens")
+            if k in request.parameters.model_fields_set
+        )
+        return AiMessage(f"parameters set: {given}")
+
+    return ScriptedChatModel(answer)

@@ -136,6 +136,19 @@ def test_chat_shows_tool_calls_results_and_answer() -> None:
     assert "Paris: 21 degrees, sunny" in lines[result]
 
 
+def test_chat_leaves_the_temperature_to_the_model_unless_given() -> None:
+    # an explicit None would override the model's own default (the local model's greedy 0)
+    model = f"{TOOLS}:parameters_model"
+    code, out, err = run("chat", "--tools", TOOLS, "--provider", model, "-M", "Hi")
+    assert code == 0, err
+    assert "parameters set: []" in out
+    code, out, err = run(
+        "chat", "--tools", TOOLS, "--provider", model, "--temperature", "0.5", "-M", "Hi"
+    )
+    assert code == 0, err
+    assert "parameters set: ['temperature']" in out
+
+
 def test_chat_interactive_reads_lines_until_eof() -> None:
     result = runner.invoke(
         app,

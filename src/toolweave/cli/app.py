@@ -310,7 +310,11 @@ def chat(
         loaded = load_tools(tools) if tools else []
         listings, samplers = _connect_mcp(mcp or [], servers)
         service = ToolService(max_tool_calling_round_trips=max_rounds).tools(*loaded, *listings)
-        params = ChatRequestParameters(temperature=temperature)
+        # unset unless given: an explicit None would override the model's own default (the
+        # local model's greedy temperature=0)
+        params = ChatRequestParameters(
+            **({} if temperature is None else {"temperature": temperature})
+        )
         history: list[ChatMessage] = [SystemMessage(system)] if system else []
         standing: dict[str, Any] = {}  # "always" / "never" answers, per tool, for the session
         with open_model(provider, model, console=err, base_url=base_url) as (chat_model, what):
