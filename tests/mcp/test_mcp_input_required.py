@@ -60,6 +60,13 @@ async def wipe(disk: str) -> str:
     return f"wiped {disk}"
 
 
+@tool
+async def ask_both(ctx: ToolContext) -> str:
+    """Asks the user and the model at once."""
+    answer, said = await asyncio.gather(ctx.aelicit("Name?", FORM), ctx.asample("Hi"))
+    return f"{answer.content} {said}"
+
+
 @pytest.fixture(autouse=True)
 def _clear() -> Iterator[None]:
     runs.clear()
@@ -180,14 +187,19 @@ async def test_the_approval_of_a_tool_that_needs_it_is_an_input_required_questio
     assert done == (["d1"] if approve else [])
 
 
-async def test_a_missing_capability_is_minus_32021() -> None:
-    server = build_mcp_server([confirm], name="tw")
-    async with asyncio.timeout(TEST_TIMEOUT), client(server, elicitation_callback=None) as c:
+@pytest.mark.parametrize(
+    ("name", "missing"), [("confirm", "elicitation"), ("ask_both", "sampling")]
+)
+async def test_a_missing_capability_is_minus_32021(name: str, missing: str) -> None:
+    # Also when another question of the same round could be asked.
+    server = build_mcp_server([confirm, ask_both], name="tw")
+    without = {f"{missing}_callback": None}
+    async with asyncio.timeout(TEST_TIMEOUT), client(server, **without) as c:
         with pytest.raises(MCPError) as refused:
-            await c.call_tool("confirm", {})
+            await c.call_tool(name, {})
     assert refused.value.error.code == mcp_types.MISSING_REQUIRED_CLIENT_CAPABILITY
     data = refused.value.error.data
-    assert isinstance(data, dict) and "elicitation" in data["requiredCapabilities"]
+    assert isinstance(data, dict) and list(data["requiredCapabilities"]) == [missing]
 
 
 async def test_workers_sharing_the_state_keys_accept_each_others_state(

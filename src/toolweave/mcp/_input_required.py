@@ -35,6 +35,8 @@ from typing import Any
 import mcp_types
 import pydantic
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity, compact_json
+from mcp.shared.exceptions import MCPError
+from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..context import ElicitationResult, Root, current_input_key
@@ -244,10 +246,15 @@ def with_input_rounds(
                 result = await handler(ctx, params)
             except _InputRequired:
                 result = None
+            except MCPError as e:
+                # A question the client cannot answer refuses the request, asked ones or not.
+                if not round_.asked or e.error.code == MISSING_REQUIRED_CLIENT_CAPABILITY:
+                    raise
+                result = None  # wrapped (a prompt's failure): the questions answer it
             except Exception:
                 if not round_.asked:
                     raise
-                result = None  # wrapped (a prompt's failure): the questions answer it
+                result = None
         # Asked questions win over the result: the tool may have caught the stop.
         return round_.result() if round_.asked else result
 
