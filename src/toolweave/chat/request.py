@@ -119,6 +119,10 @@ class ChatRequestParameters(BaseModel):
     tools: tuple[ToolCard, ...] | None = None
     tool_choice: ToolChoice | None = None
     parallel_tool_calls: bool | None = None
+    deferred_tools: tuple[str, ...] | None = None
+    """Names of offered tools the provider loads only when its own tool search finds them
+    (the rest are loaded up front); only models with `supports_tool_search` take it, the
+    others refuse it (docs/loop.md, Native tool search)."""
     response_format: Any = None
     """A JSON schema dict, or a pydantic model / dataclass / TypedDict type."""
     custom_parameters: dict[str, Any] = Field(default_factory=dict)
@@ -137,6 +141,8 @@ class ChatRequestParameters(BaseModel):
             data["tool_choice"] = ToolChoice.parse(data["tool_choice"])
         if data.get("tools") is not None:
             data["tools"] = tuple(data["tools"])
+        if data.get("deferred_tools") is not None:
+            data["deferred_tools"] = tuple(dict.fromkeys(data["deferred_tools"]))
         if data.get("stop") is not None and isinstance(data["stop"], str):
             data["stop"] = (data["stop"],)
         super().__init__(**data)

@@ -205,6 +205,9 @@ class HttpChatModel(BaseChatModel):
     provider = "http"
     supports_response_format = False
     """Whether `_body` maps `ChatRequestParameters.response_format` (else it is refused)."""
+    supports_tool_search = False
+    """Whether `_body` maps `ChatRequestParameters.deferred_tools` to the provider's own
+    tool search (else it is refused)."""
     api_key_env: tuple[str, ...] = ()
     """The environment variables the key is read from, in order."""
     default_base_url: str | None = None
@@ -369,10 +372,25 @@ class HttpChatModel(BaseChatModel):
     def build_request_body(self, request: ChatRequest, *, stream: bool = False) -> dict[str, Any]:
         """The JSON body that would be sent for `request` (custom parameters merged last)."""
         if self.tool_calling != "native":
+            if request.parameters.deferred_tools or self.default_parameters.deferred_tools:
+                raise self.unsupported(
+                    "deferred_tools", "tool calls through structured output have no tool search"
+                )
             native, layer = self._constrained_layer()
             return native.build_request_body(layer.prepare(request)[1], stream=stream)
         params = self.default_parameters.override(request.parameters)
         model = params.model or self.model
+        if params.deferred_tools:
+            if not self.supports_tool_search:
+                raise self.unsupported(
+                    "deferred_tools", f"{type(self).__name__} has no provider tool search"
+                )
+            offered = {card.name for card in params.tools or ()}
+            missing = [n for n in params.deferred_tools if n not in offered]
+            if missing:
+                raise self.unsupported(
+                    "deferred_tools", f"no tool named {missing[0]!r} in the request"
+                )
         if params.response_format is not None and not self.supports_response_format:
             raise self.unsupported(
                 "response_format", f"structured output is not mapped by {type(self).__name__}"

@@ -53,6 +53,8 @@ PROVIDER = "openai"
 AZURE_RESPONSES_API_VERSION = "2025-04-01-preview"
 ATTRIBUTE = "openai_responses"
 """The key in `AiMessage.attributes` holding the response id and its output items."""
+TOOL_SEARCH = "tool_search"
+"""The hosted tool that loads deferred tools (`ChatRequestParameters.deferred_tools`)."""
 
 _INCOMPLETE = {
     "max_output_tokens": FinishReason.LENGTH,
@@ -449,10 +451,14 @@ class OpenAIResponsesChatModel(HttpChatModel):
     `reasoning_effort` / `reasoning_summary` fill `reasoning`. `hosted_tools` are raw
     `tools[]` entries (web search, file search, code interpreter, remote MCP) sent as they
     are; their output items are kept in the history and sent back, never run by toolweave.
+    `deferred_tools` are sent with `defer_loading: true` beside the hosted `tool_search`
+    tool; its `tool_search_call` / `tool_search_output` items go back verbatim like the
+    other hosted items (docs/loop.md, Native tool search).
     """
 
     provider = PROVIDER
     supports_response_format = True
+    supports_tool_search = True
     api_key_env: tuple[str, ...] = ("OPENAI_API_KEY",)
     default_base_url: str | None = DEFAULT_BASE_URL
 
@@ -533,8 +539,11 @@ class OpenAIResponsesChatModel(HttpChatModel):
         if params.stop:
             raise self.unsupported("stop", "the Responses API has no stop sequences")
         cards = params.tools or ()
-        tools = [openai_responses_tool(card, self.strict_tools) for card in cards]
+        deferred = set(params.deferred_tools or ())
+        tools = [self._tool(card, card.name in deferred) for card in cards]
         tools.extend(self.hosted_tools)
+        if deferred and not any(t.get("type") == TOOL_SEARCH for t in self.hosted_tools):
+            tools.append({"type": TOOL_SEARCH})  # the hosted search loads the deferred ones
         if tools:
             body["tools"] = tools
         choice = params.tool_choice
@@ -558,6 +567,10 @@ class OpenAIResponsesChatModel(HttpChatModel):
         if stream:
             body["stream"] = True
         return body
+
+    def _tool(self, card: Any, deferred: bool) -> dict[str, Any]:
+        tool = openai_responses_tool(card, self.strict_tools)
+        return {**tool, "defer_loading": True} if deferred else tool
 
     def _text_format(self, params: ChatRequestParameters) -> dict[str, Any]:
         output = self.output_schema(params)

@@ -33,7 +33,7 @@ from .result import (
     ToolExecutionStarted,
     ToolProgress,
 )
-from .search import EmbeddingToolSearch, KeywordToolSearch, ToolSearchStrategy
+from .search import EmbeddingToolSearch, KeywordToolSearch, NativeToolSearch, ToolSearchStrategy
 from .service import ServiceEvent, ToolService
 from .subagent import ConversationTool, NestedEvent, NestedPendingCall
 
@@ -56,6 +56,7 @@ __all__ = [
     "HallucinatedToolStrategyFunction",
     "InvalidConversationStateError",
     "KeywordToolSearch",
+    "NativeToolSearch",
     "NestedEvent",
     "NestedPendingCall",
     "PartialOutput",

@@ -14,6 +14,11 @@ each term its description contains; tools below `min_score` are dropped; the bes
 `EmbeddingToolSearch(embed)` ranks by cosine similarity with the user's own embedding
 function instead (no model is bundled). Any `ToolSearchStrategy` subclass works, for the
 service and for a toolset's `.searchable(strategy)` (docs/toolsets.md).
+
+`NativeToolSearch(fallback)` (`ToolService(tool_search="native")`) lets a provider that
+searches tools itself do it: with such a model every tool is sent, the hidden ones marked
+for deferred loading (`ChatRequestParameters.deferred_tools`) beside the provider's search
+tool; with any other model `fallback` searches client-side as above.
 """
 
 from __future__ import annotations
@@ -31,8 +36,10 @@ __all__ = [
     "FOUND_TOOLS_ATTRIBUTE",
     "EmbeddingToolSearch",
     "KeywordToolSearch",
+    "NativeToolSearch",
     "ToolSearchStrategy",
     "found_result",
+    "native_tool_search",
 ]
 
 FOUND_TOOLS_ATTRIBUTE = "found_tools"
@@ -183,3 +190,32 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     dot = sum(x * y for x, y in zip(a, b, strict=False))
     norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
     return dot / norm if norm else 0.0
+
+
+class NativeToolSearch(ToolSearchStrategy):
+    """The provider's own tool search where the model has one (OpenAI Responses'
+    `tool_search`, Anthropic's tool search tool): every tool is sent, the hidden ones with
+    deferred loading, and the provider finds and loads them; with any other model (and
+    through a toolset's `.searchable`) `fallback` searches client-side (default:
+    `KeywordToolSearch()`). `always_visible` tools are never deferred."""
+
+    def __init__(
+        self, fallback: ToolSearchStrategy | None = None, *, always_visible: Iterable[str] = ()
+    ) -> None:
+        if fallback is None:
+            fallback = KeywordToolSearch(always_visible=always_visible)
+        self.fallback = fallback
+        self.card = fallback.card
+        self.always_visible = frozenset(always_visible) | fallback.always_visible
+
+    def search(self, arguments: dict[str, Any], hidden: Sequence[ToolCard]) -> list[ToolCard]:
+        return self.fallback.search(arguments, hidden)
+
+
+def native_tool_search(model: Any) -> bool:
+    """Whether `model` searches deferred tools itself: a provider with
+    `supports_tool_search` calling tools natively (not through structured output)."""
+    return (
+        getattr(model, "supports_tool_search", False) is True
+        and getattr(model, "tool_calling", "native") == "native"
+    )

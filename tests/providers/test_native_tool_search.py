@@ -1,0 +1,197 @@
+"""Provider-native deferred tool loading (`ToolService(tool_search="native")`,
+`ChatRequestParameters.deferred_tools`): the request payloads checked against the official
+SDKs' types, then whole conversations replayed from wire transcripts through the loopback
+server, each round's request compared with the transcript, through all four faces."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from servers.provider_server import ProviderServer, load_transcript
+from toolweave import NativeToolSearch, ToolService
+from toolweave.chat import AiMessage, ChatRequest, ChatRequestParameters, UserMessage
+from toolweave.errors import UnsupportedOptionError
+from toolweave.providers import (
+    GeminiChatModel,
+    OpenAIChatModel,
+    OpenAIResponsesChatModel,
+)
+from toolweave.service import ChatCompleted, KeywordToolSearch
+from toolweave.service.search import native_tool_search
+from toolweave.tools import ToolCard
+
+from .conftest import SECRET
+from .test_openai_responses import _sdk_response, _stream_of, check_responses_request
+
+QUESTION = "杭州今天天气怎么样？"
+
+
+def get_weather(city: str) -> str:
+    """Get the current weather in a city."""
+    return f"{city}: 晴, 22℃"
+
+
+def get_time(city: str) -> str:
+    """Get the local time in a city."""
+    return f"{city}: 09:30"
+
+
+def get_news(city: str) -> str:
+    """Get today's headlines for a city."""
+    return f"{city}: nothing happened"
+
+
+def _card(name: str) -> ToolCard:
+    return ToolCard(
+        name=name,
+        description=f"the {name} tool",
+        input_params={
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    )
+
+
+CARDS = [_card("get_weather"), _card("get_time"), _card("get_news")]
+
+
+def _request(deferred: list[str], **params: Any) -> ChatRequest:
+    return ChatRequest(
+        [UserMessage("hi")],
+        ChatRequestParameters(tools=CARDS, deferred_tools=deferred, **params),
+    )
+
+
+# the request, per provider ----------------------------------------------------------------
+def test_responses_marks_deferred_tools_and_adds_the_hosted_search() -> None:
+    model = OpenAIResponsesChatModel("gpt-5.4", api_key=SECRET)
+    body = model.build_request_body(_request(["get_time", "get_news"]))
+    check_responses_request(body)
+    assert [(t.get("name"), t.get("defer_loading")) for t in body["tools"]] == [
+        ("get_weather", None),
+        ("get_time", True),
+        ("get_news", True),
+        (None, None),
+    ]
+    assert body["tools"][-1] == {"type": "tool_search"}
+    plain = model.build_request_body(
+        ChatRequest([UserMessage("hi")], ChatRequestParameters(tools=CARDS))
+    )
+    assert all("defer_loading" not in t for t in plain["tools"])  # the cached dicts untouched
+    assert {"type": "tool_search"} not in plain["tools"]
+
+
+def test_a_hosted_tool_search_of_the_callers_is_not_sent_twice() -> None:
+    hosted = {"type": "tool_search", "execution": "server"}
+    model = OpenAIResponsesChatModel("gpt-5.4", api_key=SECRET, hosted_tools=[hosted])
+    body = model.build_request_body(_request(["get_news"]))
+    check_responses_request(body)
+    assert [t for t in body["tools"] if t["type"] == "tool_search"] == [hosted]
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        OpenAIChatModel("gpt-4o-mini", api_key=SECRET),
+        GeminiChatModel("gemini-2.5-flash", api_key=SECRET),
+        OpenAIChatModel("gpt-4o-mini", api_key=SECRET, tool_calling="constrained"),
+    ],
+    ids=["openai-chat", "gemini", "openai-chat-constrained"],
+)
+def test_a_model_without_tool_search_refuses_deferred_tools(model: Any) -> None:
+    assert not native_tool_search(model)
+    with pytest.raises(UnsupportedOptionError, match="deferred_tools"):
+        model.build_request_body(_request(["get_news"]))
+
+
+def test_deferring_a_tool_not_offered_is_refused() -> None:
+    model = OpenAIResponsesChatModel("gpt-5.4", api_key=SECRET)
+    with pytest.raises(UnsupportedOptionError, match="'get_stock'"):
+        model.build_request_body(_request(["get_stock"]))
+
+
+def test_native_tool_search_keeps_its_fallbacks_card_and_visible_tools() -> None:
+    fallback = KeywordToolSearch(max_results=2, always_visible={"get_time"})
+    search = NativeToolSearch(fallback, always_visible={"get_weather"})
+    assert search.card is fallback.card
+    assert search.always_visible == {"get_time", "get_weather"}
+    assert [c.name for c in search.search({"terms": ["news"]}, CARDS)] == ["get_news"]
+    assert isinstance(ToolService(tool_search="native").tool_search, NativeToolSearch)
+
+
+# whole conversations through the loopback server -------------------------------------------
+FACES = ["chat", "achat", "chat_stream", "achat_stream"]
+
+
+def _run(service: ToolService, model: Any, face: str) -> Any:
+    async def run_async() -> Any:
+        if face == "achat":
+            return await service.achat(model, None, QUESTION)
+        events = [e async for e in service.achat_stream(model, None, QUESTION)]
+        return events[-1].result
+
+    if face.startswith("a"):
+        return asyncio.run(run_async())
+    if face == "chat":
+        return service.chat(model, None, QUESTION)
+    events = list(service.chat_stream(model, None, QUESTION))
+    assert isinstance(events[-1], ChatCompleted)
+    return events[-1].result
+
+
+def _enqueue(server: ProviderServer, transcript: dict[str, Any], stream: bool, sse: Any) -> None:
+    for exchange in transcript["exchanges"]:
+        response = exchange["response"]
+        server.enqueue({"sse": sse(response["json"])} if stream else response)
+
+
+def _expected(transcript: dict[str, Any], stream: bool) -> list[dict[str, Any]]:
+    bodies = [exchange["request"]["body"] for exchange in transcript["exchanges"]]
+    return [{**body, "stream": True} if stream else body for body in bodies]
+
+
+@pytest.mark.parametrize("face", FACES)
+def test_responses_tool_search_round_trips(server: ProviderServer, face: str) -> None:
+    transcript = load_transcript("openai/responses_tool_search")
+    for exchange in transcript["exchanges"]:
+        _sdk_response(exchange["response"]["json"])  # the SDK's Response type
+    stream = face.endswith("stream")
+    _enqueue(server, transcript, stream, _stream_of)
+    service = ToolService(tool_search="native").tools(get_weather, get_time, get_news)
+    with OpenAIResponsesChatModel("gpt-5.4", api_key=SECRET, base_url=f"{server.url}/v1") as m:
+        result = _run(service, m, face)
+    bodies = server.bodies
+    for body in bodies:
+        check_responses_request(body)
+    assert bodies == _expected(transcript, stream)
+    # the search is the provider's: no toolweave call for it, the found tool ran as before
+    assert [e.request.name for e in result.tool_executions] == ["get_weather"]
+    assert result.tool_executions[0].result.text == "杭州: 晴, 22℃"
+    assert result.text == "杭州今天晴，22℃。"
+    first = next(m for m in result.messages if isinstance(m, AiMessage))
+    kinds = [i["type"] for i in first.attributes["openai_responses"]["output"]]
+    assert kinds == ["tool_search_call", "tool_search_output", "function_call"]
+    assert [c.name for c in first.tool_execution_requests] == ["get_weather"]
+    json.dumps(bodies)
+
+
+def test_native_search_falls_back_to_client_side_search(server: ProviderServer) -> None:
+    """A model without its own search (OpenAI Chat) gets the fallback's search tool and
+    only the always-visible tools; nothing is marked deferred."""
+    server.enqueue_transcript("openai/weather_seed")
+    search = NativeToolSearch(always_visible={"get_weather"})
+    service = ToolService(tool_search=search).tools(get_weather, get_time, get_news)
+    with OpenAIChatModel("gpt-4o-mini", api_key=SECRET, base_url=f"{server.url}/v1") as model:
+        result = service.chat(model, None, QUESTION)
+    assert [e.request.name for e in result.tool_executions] == ["get_weather"]
+    for body in server.bodies:
+        assert [t["function"]["name"] for t in body["tools"]] == [
+            "get_weather",
+            "tool_search_tool",
+        ]
+        assert "defer_loading" not in json.dumps(body)
