@@ -17,7 +17,7 @@ import hmac
 import json
 import math
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
@@ -43,9 +43,12 @@ __all__ = [
     "DeferredResult",
     "Deny",
     "InvalidConversationStateError",
+    "InvalidStandingDecisionsError",
     "PendingCall",
     "StandingDecision",
     "matches_pattern",
+    "sign_standing",
+    "verify_standing",
 ]
 
 
@@ -97,6 +100,11 @@ class PendingCall(BaseModel):
 class InvalidConversationStateError(ToolweaveError, ValueError):
     """A `ConversationState` that does not match its own history (stale or tampered), or a
     decision for a call that is not pending."""
+
+
+class InvalidStandingDecisionsError(InvalidConversationStateError):
+    """Signed standing decisions (`sign_standing`) that were changed, signed with another
+    key, not signed, or signed for another conversation (memory id)."""
 
 
 class CallAlreadyDecidedError(InvalidConversationStateError):
@@ -574,6 +582,113 @@ def _verified(text: str | bytes, key: bytes | None) -> str | bytes:
             "with another key"
         )
     return inner
+
+
+_STANDING_SIGNED = "signed_standing"
+_STANDING_KIND = "toolweave.standing/1"
+
+
+def _standing_inner(memory_id: Any) -> str:
+    if memory_id is None:
+        raise ValueError(
+            "signed standing decisions are bound to one conversation: give its memory_id "
+            "(a str or int that names the conversation; None would fit every conversation)"
+        )
+    return _canonical(memory_id)
+
+
+def _sign_standing_text(text: str, secret: bytes) -> str:
+    # domain-separated from a state's signature: one is never accepted as the other
+    return _sign(_STANDING_KIND + "\0" + text, secret)
+
+
+def sign_standing(
+    decisions: Sequence[StandingDecision], *, key: str | bytes, memory_id: Any
+) -> str:
+    """The standing decisions as signed JSON text (HMAC-SHA256 with `key`, the same kind of
+    application secret as `ConversationState.to_json(key=...)`), bound to the conversation
+    `memory_id`: hand it to a client and read it back with `verify_standing`. A decision
+    limited by a function cannot be written (`TypeError`): the text would widen it."""
+    secret = signing_key(key)
+    conversation = _standing_inner(memory_id)
+    kept_here = [s.id for s in decisions if s.in_process]
+    if kept_here:
+        raise TypeError(
+            f"standing decisions {kept_here} are limited by a function, which cannot be "
+            "written to JSON (a text without it would widen the decision): limit them "
+            "with an argument pattern (when={...}) instead, or keep them in process"
+        )
+    inner = json.dumps(
+        {
+            "kind": _STANDING_KIND,
+            "memory_id": conversation,
+            "decisions": [s.model_dump(mode="json") for s in decisions],
+        },
+        ensure_ascii=False,
+    )
+    return json.dumps({_STANDING_SIGNED: inner, _SIGNATURE: _sign_standing_text(inner, secret)})
+
+
+def verify_standing(
+    text: str | bytes, *, key: str | bytes, memory_id: Any
+) -> tuple[StandingDecision, ...]:
+    """The standing decisions `sign_standing` wrote for the conversation `memory_id`, to
+    pass as `chat(..., standing_decisions=...)`. Anything changed, unsigned, signed with
+    another key or for another conversation is an `InvalidStandingDecisionsError`."""
+    secret = signing_key(key)
+    conversation = _standing_inner(memory_id)
+    try:
+        envelope = None if nested_deeper_than(text) else json.loads(text)
+    except ValueError:
+        envelope = None
+    if not (isinstance(envelope, dict) and set(envelope) == {_STANDING_SIGNED, _SIGNATURE}):
+        raise InvalidStandingDecisionsError(
+            "not signed standing decisions (sign_standing writes them): refused"
+        )
+    inner, signature = envelope[_STANDING_SIGNED], envelope[_SIGNATURE]
+    if not (
+        isinstance(inner, str)
+        and isinstance(signature, str)
+        and signature.isascii()
+        and hmac.compare_digest(_sign_standing_text(inner, secret), signature)
+    ):
+        raise InvalidStandingDecisionsError(
+            "the standing decisions' signature does not match: they were changed, or signed "
+            "with another key"
+        )
+    data = json.loads(inner)
+    if (
+        not isinstance(data, dict)
+        or data.get("kind") != _STANDING_KIND
+        or data.get("memory_id") != conversation
+    ):
+        raise InvalidStandingDecisionsError(
+            "these standing decisions were signed for another conversation (memory id): refused"
+        )
+    try:
+        return tuple(StandingDecision.model_validate(d) for d in data["decisions"])
+    except (ValueError, KeyError, TypeError) as e:  # signed by us: only a foreign writer
+        raise InvalidStandingDecisionsError(f"not standing decisions: {e}") from None
+
+
+def check_given_standing(given: Any) -> list[StandingDecision]:
+    """`chat(standing_decisions=...)`: StandingDecision objects only (a dict or text from a
+    client would be unverified: `verify_standing` turns signed text into them)."""
+    if isinstance(given, str | bytes | Mapping) or not isinstance(given, Sequence):
+        raise TypeError(
+            "standing_decisions takes a sequence of StandingDecision (from "
+            "result.standing_decisions in process, or verify_standing(text, key=..., "
+            f"memory_id=...) for text a client sent back), not {type(given).__name__}"
+        )
+    out = list(given)
+    for s in out:
+        if not isinstance(s, StandingDecision):
+            raise TypeError(
+                "standing_decisions takes StandingDecision objects, not "
+                f"{type(s).__name__} (unverified data would widen what a person decided: "
+                "use verify_standing for signed text)"
+            )
+    return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from ..chat.messages import ChatMessage
 from ..chat.response import ChatResponse, TokenUsage
 from ..execution.requests import ToolExecutionRequest
 from ..execution.results import ToolExecution
-from .approvals import ChatStatus, ConversationState, PendingCall
+from .approvals import ChatStatus, ConversationState, PendingCall, StandingDecision
 
 __all__ = [
     "ChatCompleted",
@@ -31,7 +31,10 @@ class ToolChatResult:
     then the response that asked for that tool. `output` is the parsed structured output.
     `status` is `PENDING` when the loop stopped for calls that wait for approval or for a
     deferred result: `pending` lists them and `state` resumes the conversation
-    (docs/approvals.md).
+    (docs/approvals.md). `standing_decisions` are the standing decisions in force at the
+    end (those given, those of the resumed state, those made while resuming): pass them to
+    the next turn's `chat(..., standing_decisions=...)` (signed, `ToolService.sign_standing`,
+    when they go through a client).
     """
 
     final_response: ChatResponse | None
@@ -44,6 +47,7 @@ class ToolChatResult:
     status: ChatStatus = ChatStatus.COMPLETED
     pending: tuple[PendingCall, ...] = ()
     state: ConversationState | None = None
+    standing_decisions: tuple[StandingDecision, ...] = ()
 
     @property
     def text(self) -> str | None:

@@ -51,7 +51,7 @@ from collections.abc import (
 )
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -125,10 +125,13 @@ from .approvals import (
     StandingDecision,
     already_decided,
     check_decisions,
+    check_given_standing,
     claim_key,
     decision_kind,
     repeat_allowed,
+    sign_standing,
     standing_from,
+    verify_standing,
 )
 from .guardrails import HALT_ATTRIBUTE, GuardedExecutor, halted_error, run_guarded
 from .handlers import (
@@ -162,13 +165,7 @@ from .result import (
     ToolProgress,
 )
 from .rules import ApprovalRule, Verdict, evaluate
-from .search import (
-    FOUND_TOOLS_ATTRIBUTE,
-    NativeToolSearch,
-    ToolSearchStrategy,
-    found_result,
-    native_tool_search,
-)
+from .search import FOUND_TOOLS_ATTRIBUTE, ToolSearchStrategy, found_result
 from .subagent import (
     ConversationTool,
     NestedEvent,
@@ -315,8 +312,6 @@ class _Run:
     """The ids of this conversation's results kept in the service's result store."""
     reader_offered: bool = False
     """Whether the current request offers `read_result`."""
-    native_search: bool = False
-    """The model searches the hidden tools itself: all are sent, marked deferred."""
     policy: PolicyRun | None = None
     """The conversation's hooks and budget (None: neither; the loop does no policy work)."""
     standing: list[StandingDecision] = field(default_factory=list)
@@ -347,6 +342,7 @@ class _Run:
             status=ChatStatus.PENDING if state is not None else ChatStatus.COMPLETED,
             pending=nested_pending(state.pending) if state is not None else (),
             state=state,
+            standing_decisions=tuple(self.standing),
         )
 
 
@@ -482,7 +478,7 @@ class ToolService:
         hallucinated_tool_strategy: HallucinatedToolStrategyFunction = (
             HallucinatedToolStrategy.FEEDBACK
         ),
-        tool_search: ToolSearchStrategy | Literal["native"] | None = None,
+        tool_search: ToolSearchStrategy | None = None,
         reset_tool_choice: bool = True,
         callbacks: CallbackFramework | None = None,
         toolsets: Sequence[Toolset] = (),
@@ -512,9 +508,7 @@ class ToolService:
         self.arguments_error_handler = arguments_error_handler or default_arguments_error_handler
         self.execution_error_handler = execution_error_handler or default_execution_error_handler
         self.hallucinated_tool_strategy = hallucinated_tool_strategy
-        self.tool_search = NativeToolSearch() if tool_search == "native" else tool_search
-        """Hides tools until a search finds them; a `NativeToolSearch` lets a provider that
-        searches itself do it (docs/loop.md, Native tool search)."""
+        self.tool_search = tool_search
         self.reset_tool_choice = reset_tool_choice
         self._callbacks = callbacks
         self._functions = FunctionToolset(label="ToolService")
@@ -771,6 +765,22 @@ class ToolService:
     def __contains__(self, name: object) -> bool:
         return name in self._entries
 
+    @staticmethod
+    def sign_standing(
+        decisions: Sequence[StandingDecision], *, key: str | bytes, memory_id: Any
+    ) -> str:
+        """Standing decisions (`result.standing_decisions`) as text signed with `key` and
+        bound to the conversation `memory_id`, for a client to hold between turns."""
+        return sign_standing(decisions, key=key, memory_id=memory_id)
+
+    @staticmethod
+    def verify_standing(
+        text: str | bytes, *, key: str | bytes, memory_id: Any
+    ) -> tuple[StandingDecision, ...]:
+        """The standing decisions in `text` (`sign_standing`) for the conversation
+        `memory_id`; an `InvalidStandingDecisionsError` for anything else."""
+        return verify_standing(text, key=key, memory_id=memory_id)
+
     # public faces ---------------------------------------------------------------------------
     def chat(
         self,
@@ -785,6 +795,7 @@ class ToolService:
         decisions: Mapping[str, Decision] | None = None,
         hooks: Sequence[Hook] | None = None,
         usage_limits: UsageLimits | None = None,
+        standing_decisions: Sequence[StandingDecision] | None = None,
     ) -> ToolChatResult:
         """Run the loop to the model's final answer (synchronously).
 
@@ -800,6 +811,7 @@ class ToolService:
             decisions,
             hooks=hooks,
             usage_limits=usage_limits,
+            standing_decisions=standing_decisions,
         )
         run.inline_sync = True
         return run_sync(self._complete(model, run))
@@ -825,6 +837,7 @@ class ToolService:
         decisions: Mapping[str, Decision] | None = None,
         hooks: Sequence[Hook] | None = None,
         usage_limits: UsageLimits | None = None,
+        standing_decisions: Sequence[StandingDecision] | None = None,
     ) -> ToolChatResult:
         """Run the loop to the model's final answer.
 
@@ -841,7 +854,9 @@ class ToolService:
         (docs/approvals.md).
 
         `hooks` run after the service's; `usage_limits` replaces the service's
-        (docs/policies.md).
+        (docs/policies.md). `standing_decisions` (a previous turn's
+        `result.standing_decisions`) carry "always" answers into this turn of the same
+        conversation (docs/approvals.md, "Across turns").
         """
         run = self._start(
             parameters,
@@ -853,6 +868,7 @@ class ToolService:
             decisions,
             hooks=hooks,
             usage_limits=usage_limits,
+            standing_decisions=standing_decisions,
         )
         return await self._complete(model, run)
 
@@ -870,6 +886,7 @@ class ToolService:
         decisions: Mapping[str, Decision] | None = None,
         hooks: Sequence[Hook] | None = None,
         usage_limits: UsageLimits | None = None,
+        standing_decisions: Sequence[StandingDecision] | None = None,
     ) -> AsyncIterator[ServiceEvent]:
         """Run the loop, streaming: yields the model's events (text deltas, partial and
         complete tool calls, completed responses), `ToolExecutionStarted`/`Finished`, and a
@@ -886,6 +903,7 @@ class ToolService:
             decisions,
             hooks=hooks,
             usage_limits=usage_limits,
+            standing_decisions=standing_decisions,
         )
         # closed at once when the caller stops reading, so tools it started stop with it
         async with contextlib.aclosing(self._loop(model, run, streaming=True, eager=eager)) as loop:
@@ -906,6 +924,7 @@ class ToolService:
         decisions: Mapping[str, Decision] | None = None,
         hooks: Sequence[Hook] | None = None,
         usage_limits: UsageLimits | None = None,
+        standing_decisions: Sequence[StandingDecision] | None = None,
     ) -> Iterator[ServiceEvent]:
         """Synchronous `achat_stream`."""
         return iterate_sync(
@@ -921,6 +940,7 @@ class ToolService:
                 decisions=decisions,
                 hooks=hooks,
                 usage_limits=usage_limits,
+                standing_decisions=standing_decisions,
             )
         )
 
@@ -937,6 +957,7 @@ class ToolService:
         *,
         hooks: Sequence[Hook] | None = None,
         usage_limits: UsageLimits | None = None,
+        standing_decisions: Sequence[StandingDecision] | None = None,
     ) -> _Run:
         if messages is None:
             raise ValueError("messages must not be empty: pass the conversation so far")
@@ -965,6 +986,14 @@ class ToolService:
             run.rounds = state.rounds
             run.decisions = dict(decisions or {})
             run.standing = list(state.standing_decisions)
+        if standing_decisions is not None:
+            given = check_given_standing(standing_decisions)
+            if state is not None:
+                raise ValueError(
+                    "a ConversationState carries its conversation's standing decisions: "
+                    "do not pass standing_decisions with it"
+                )
+            run.standing = given
         if output_type is not None:
             run.output = OutputSchema.of(output_type)
             if run.parameters.response_format is None:
@@ -984,7 +1013,7 @@ class ToolService:
 
     def _visible_cards(self, run: _Run) -> tuple[ToolCard, ...]:
         offering = run.offering
-        if self.tool_search is None or run.native_search:
+        if self.tool_search is None:
             return self.tool_cards if offering is None else offering.cards
         entries = self._entries if offering is None else offering.tools
         visible = [
@@ -1037,24 +1066,8 @@ class ToolService:
                     (None, [n for n in sent if n not in owned]),
                 ]
             )
-            update: dict[str, Any] = {"tools": cards, "tool_choice": chosen}
-        else:
-            update = {"tools": cards}
-        if run.native_search:
-            update["deferred_tools"] = self._deferred(run, cards)
-        return run.parameters.model_copy(update=update)
-
-    def _deferred(self, run: _Run, cards: tuple[ToolCard, ...]) -> tuple[str, ...] | None:
-        """The tools a native search loads on demand: the search's own (the service's and
-        the toolsets'), not always visible, not the caller's (None: none)."""
-        assert self.tool_search is not None
-        owned = self._entries if run.offering is None else run.offering.tools
-        shown = self.tool_search.always_visible
-        given = {c.name for c in run.parameters.tools or ()}
-        names = tuple(
-            c.name for c in cards if c.name in owned and c.name not in shown and c.name not in given
-        )
-        return names or None
+            return run.parameters.model_copy(update={"tools": cards, "tool_choice": chosen})
+        return run.parameters.model_copy(update={"tools": cards})
 
     async def _fire(self, event: str, **kwargs: Any) -> None:
         cb = self.callbacks
@@ -1068,9 +1081,6 @@ class ToolService:
         if self._sources:
             await self._refresh()
         run.entries = self._entries
-        run.native_search = isinstance(self.tool_search, NativeToolSearch) and (
-            native_tool_search(model)
-        )
         if self._toolsets or self._functions.dynamic:
             run.offering = Offering((self._functions, *self._toolsets))
             await self._step(run, rounds)
