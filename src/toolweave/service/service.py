@@ -51,7 +51,7 @@ from collections.abc import (
 )
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -165,7 +165,13 @@ from .result import (
     ToolProgress,
 )
 from .rules import ApprovalRule, Verdict, evaluate
-from .search import FOUND_TOOLS_ATTRIBUTE, ToolSearchStrategy, found_result
+from .search import (
+    FOUND_TOOLS_ATTRIBUTE,
+    NativeToolSearch,
+    ToolSearchStrategy,
+    found_result,
+    native_tool_search,
+)
 from .subagent import (
     ConversationTool,
     NestedEvent,
@@ -312,6 +318,8 @@ class _Run:
     """The ids of this conversation's results kept in the service's result store."""
     reader_offered: bool = False
     """Whether the current request offers `read_result`."""
+    native_search: bool = False
+    """The model searches the hidden tools itself: all are sent, marked deferred."""
     policy: PolicyRun | None = None
     """The conversation's hooks and budget (None: neither; the loop does no policy work)."""
     standing: list[StandingDecision] = field(default_factory=list)
@@ -478,7 +486,7 @@ class ToolService:
         hallucinated_tool_strategy: HallucinatedToolStrategyFunction = (
             HallucinatedToolStrategy.FEEDBACK
         ),
-        tool_search: ToolSearchStrategy | None = None,
+        tool_search: ToolSearchStrategy | Literal["native"] | None = None,
         reset_tool_choice: bool = True,
         callbacks: CallbackFramework | None = None,
         toolsets: Sequence[Toolset] = (),
@@ -508,7 +516,9 @@ class ToolService:
         self.arguments_error_handler = arguments_error_handler or default_arguments_error_handler
         self.execution_error_handler = execution_error_handler or default_execution_error_handler
         self.hallucinated_tool_strategy = hallucinated_tool_strategy
-        self.tool_search = tool_search
+        self.tool_search = NativeToolSearch() if tool_search == "native" else tool_search
+        """Hides tools until a search finds them; a `NativeToolSearch` lets a provider that
+        searches itself do it (docs/loop.md, Native tool search)."""
         self.reset_tool_choice = reset_tool_choice
         self._callbacks = callbacks
         self._functions = FunctionToolset(label="ToolService")
@@ -1013,7 +1023,7 @@ class ToolService:
 
     def _visible_cards(self, run: _Run) -> tuple[ToolCard, ...]:
         offering = run.offering
-        if self.tool_search is None:
+        if self.tool_search is None or run.native_search:
             return self.tool_cards if offering is None else offering.cards
         entries = self._entries if offering is None else offering.tools
         visible = [
@@ -1066,8 +1076,24 @@ class ToolService:
                     (None, [n for n in sent if n not in owned]),
                 ]
             )
-            return run.parameters.model_copy(update={"tools": cards, "tool_choice": chosen})
-        return run.parameters.model_copy(update={"tools": cards})
+            update: dict[str, Any] = {"tools": cards, "tool_choice": chosen}
+        else:
+            update = {"tools": cards}
+        if run.native_search:
+            update["deferred_tools"] = self._deferred(run, cards)
+        return run.parameters.model_copy(update=update)
+
+    def _deferred(self, run: _Run, cards: tuple[ToolCard, ...]) -> tuple[str, ...] | None:
+        """The tools a native search loads on demand: the search's own (the service's and
+        the toolsets'), not always visible, not the caller's (None: none)."""
+        assert self.tool_search is not None
+        owned = self._entries if run.offering is None else run.offering.tools
+        shown = self.tool_search.always_visible
+        given = {c.name for c in run.parameters.tools or ()}
+        names = tuple(
+            c.name for c in cards if c.name in owned and c.name not in shown and c.name not in given
+        )
+        return names or None
 
     async def _fire(self, event: str, **kwargs: Any) -> None:
         cb = self.callbacks
@@ -1081,6 +1107,9 @@ class ToolService:
         if self._sources:
             await self._refresh()
         run.entries = self._entries
+        run.native_search = isinstance(self.tool_search, NativeToolSearch) and (
+            native_tool_search(model)
+        )
         if self._toolsets or self._functions.dynamic:
             run.offering = Offering((self._functions, *self._toolsets))
             await self._step(run, rounds)
