@@ -5,12 +5,20 @@ client registration, an authorization endpoint that approves at once (no user to
 a token endpoint (authorization_code with PKCE S256, client_credentials, refresh_token;
 RFC 8707 ``resource`` becomes the token's ``aud``) and RFC 7662 introspection. The tests
 also ask it directly for tokens with odd claims (`mint`).
+
+For the client auth tests it also binds tokens to a DPoP key (RFC 9449: the proof's
+signature with its own jwk, htm/htu, iat, jti replay, nonces when `dpop_nonce_required`;
+``cnf.jkt`` in the token), grants the JWT bearer grant (RFC 7523 §2.1, assertions signed by
+an issuer `trust_issuer` registered) and authenticates clients by ``private_key_jwt``
+(RFC 7523 §2.2, against the key `add_client(jwk=...)` registered; ``aud`` = the token
+endpoint).
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import secrets
 import threading
 import time
@@ -27,6 +35,9 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
+
+JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+CLIENT_ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
 
 class AuthorizationServer:
@@ -47,6 +58,12 @@ class AuthorizationServer:
         self.jwks_hits = 0
         self.introspections = 0
         self.granted_scopes: list[str] = []  # the scope of each token issued at /token
+        self.dpop_nonce_required = False
+        self.dpop_nonces: list[str] = []  # issued, newest last
+        self.dpop_jtis: set[str] = set()
+        self.assertion_jtis: set[str] = set()
+        self.trusted_issuers: dict[str, Any] = {}  # iss -> public key (JWT bearer grant)
+        self.token_requests: list[dict[str, str]] = []  # each /token form, secrets removed
         app = Starlette(
             routes=[
                 Route("/.well-known/oauth-authorization-server", self.metadata),
@@ -81,12 +98,19 @@ class AuthorizationServer:
         self.keys.append((kid, ec.generate_private_key(ec.SECP256R1())))
         return kid
 
-    def add_client(self, *, scopes: str = "", secret: bool = True) -> tuple[str, str | None]:
-        """A pre-registered client: (client_id, client_secret)."""
+    def add_client(
+        self, *, scopes: str = "", secret: bool = True, jwk: dict[str, Any] | None = None
+    ) -> tuple[str, str | None]:
+        """A pre-registered client: (client_id, client_secret); with `jwk` (a public key) it
+        authenticates by private_key_jwt, and has no secret."""
         cid = f"client-{uuid.uuid4().hex[:8]}"
-        sec = secrets.token_urlsafe(16) if secret else None
-        self.clients[cid] = {"secret": sec, "scope": scopes, "redirect_uris": []}
+        sec = secrets.token_urlsafe(16) if secret and jwk is None else None
+        self.clients[cid] = {"secret": sec, "scope": scopes, "redirect_uris": [], "jwk": jwk}
         return cid, sec
+
+    def trust_issuer(self, issuer: str, public_key: Any) -> None:
+        """Accept JWT bearer grant assertions that `issuer` signs with `public_key`."""
+        self.trusted_issuers[issuer] = public_key
 
     def mint(
         self,
@@ -161,13 +185,17 @@ class AuthorizationServer:
                     "authorization_code",
                     "client_credentials",
                     "refresh_token",
+                    "urn:ietf:params:oauth:grant-type:jwt-bearer",
                 ],
+                "dpop_signing_alg_values_supported": ["ES256"],
                 "code_challenge_methods_supported": ["S256"],
                 "token_endpoint_auth_methods_supported": [
                     "client_secret_basic",
                     "client_secret_post",
+                    "private_key_jwt",
                     "none",
                 ],
+                "token_endpoint_auth_signing_alg_values_supported": ["ES256"],
                 "authorization_response_iss_parameter_supported": True,
             }
         )
@@ -218,6 +246,8 @@ class AuthorizationServer:
         return RedirectResponse(f"{redirect}?{urlencode(params)}", status_code=302)
 
     def _client(self, request: Request, form: Any) -> str | None:
+        if form.get("client_assertion_type") == CLIENT_ASSERTION_TYPE:
+            return self._asserted_client(form)
         header = request.headers.get("authorization", "")
         if header.lower().startswith("basic "):
             cid, _, sec = base64.b64decode(header[6:]).decode().partition(":")
@@ -226,15 +256,113 @@ class AuthorizationServer:
         client = self.clients.get(cid)
         if client is None or (client["secret"] is not None and client["secret"] != sec):
             return None
+        if client.get("jwk") is not None:
+            return None  # a private_key_jwt client must send its assertion
         return cid
+
+    def _asserted_client(self, form: Any) -> str | None:
+        """private_key_jwt: the client whose registered key signed the assertion."""
+        assertion = str(form.get("client_assertion", ""))
+        try:
+            cid = jwt.decode(assertion, options={"verify_signature": False})["iss"]
+            jwk = self.clients[cid]["jwk"]
+            claims = jwt.decode(
+                assertion,
+                jwt.PyJWK(jwk).key,
+                algorithms=["ES256"],
+                audience=f"{self.issuer}/token",
+                options={"require": ["iss", "sub", "aud", "exp", "jti"]},
+            )
+        except (jwt.PyJWTError, KeyError, TypeError):
+            return None
+        if claims["sub"] != cid or form.get("client_id", cid) != cid:
+            return None
+        if claims["jti"] in self.assertion_jtis:
+            return None
+        self.assertion_jtis.add(claims["jti"])
+        return str(cid)
+
+    def _grant_assertion(self, form: Any) -> dict[str, Any] | None:
+        """The JWT bearer grant: the assertion's claims, if a trusted issuer signed it for
+        this token endpoint and it has not expired."""
+        assertion = str(form.get("assertion", ""))
+        try:
+            iss = jwt.decode(assertion, options={"verify_signature": False})["iss"]
+            claims: dict[str, Any] = jwt.decode(
+                assertion,
+                self.trusted_issuers[iss],
+                algorithms=["ES256", "RS256"],
+                audience=f"{self.issuer}/token",
+                options={"require": ["iss", "sub", "aud", "exp"]},
+            )
+        except (jwt.PyJWTError, KeyError, TypeError):
+            return None
+        return claims
+
+    def _dpop_key(self, request: Request) -> tuple[str | None, Response | None]:
+        """The thumbprint of the key of the request's DPoP proof (None without one), or the
+        400 that refuses the proof."""
+        proof = request.headers.get("dpop")
+        if proof is None:
+            return None, None
+
+        def refuse(error: str, why: str) -> tuple[None, Response]:
+            body = {"error": error, "error_description": why}
+            headers = {}
+            if error == "use_dpop_nonce":
+                self.dpop_nonces.append(secrets.token_urlsafe(12))
+                headers["DPoP-Nonce"] = self.dpop_nonces[-1]
+            return None, JSONResponse(body, status_code=400, headers=headers)
+
+        try:
+            header = jwt.get_unverified_header(proof)
+            if header.get("typ") != "dpop+jwt" or header.get("alg") != "ES256":
+                return refuse("invalid_dpop_proof", "typ or alg")
+            jwk = header["jwk"]
+            if "d" in jwk:
+                return refuse("invalid_dpop_proof", "a private key in the proof")
+            claims = jwt.decode(proof, jwt.PyJWK(jwk).key, algorithms=["ES256"])
+        except (jwt.PyJWTError, KeyError, TypeError, ValueError):
+            return refuse("invalid_dpop_proof", "bad signature")
+        if claims.get("htm") != "POST" or claims.get("htu") != f"{self.issuer}/token":
+            return refuse("invalid_dpop_proof", "htm or htu")
+        if abs(time.time() - claims.get("iat", 0)) > 60 or "ath" in claims:
+            return refuse("invalid_dpop_proof", "iat or ath")
+        if claims.get("jti") in self.dpop_jtis or not claims.get("jti"):
+            return refuse("invalid_dpop_proof", "jti replayed")
+        if self.dpop_nonce_required and claims.get("nonce") not in self.dpop_nonces[-2:]:
+            return refuse("use_dpop_nonce", "use the nonce")
+        self.dpop_jtis.add(claims["jti"])
+        members = {m: jwk[m] for m in ("crv", "kty", "x", "y")}
+        canonical = json.dumps(members, separators=(",", ":"), sort_keys=True).encode()
+        digest = base64.urlsafe_b64encode(hashlib.sha256(canonical).digest())
+        return digest.rstrip(b"=").decode(), None
 
     async def token(self, request: Request) -> Response:
         form = await request.form()
+        hidden = ("client_secret", "client_assertion", "assertion", "refresh_token", "code")
+        self.token_requests.append({k: str(v) for k, v in form.items() if k not in hidden})
+        jkt, refused = self._dpop_key(request)
+        if refused is not None:
+            return refused
+        grant = form.get("grant_type")
+        resource = form.get("resource")
+        if grant == JWT_BEARER_GRANT:
+            asserted = self._grant_assertion(form)
+            if asserted is None:
+                return JSONResponse({"error": "invalid_grant"}, status_code=400)
+            has_auth = "client_assertion" in form or "authorization" in request.headers
+            cid = self._client(request, form) if has_auth else "workload"
+            if cid is None:
+                return JSONResponse({"error": "invalid_client"}, status_code=401)
+            if not resource:
+                return JSONResponse({"error": "invalid_target"}, status_code=400)
+            scope = str(form.get("scope") or "")
+            self.granted_scopes.append(scope)
+            return self._issue(str(resource), scope, str(asserted["sub"]), cid, jkt)
         cid = self._client(request, form)
         if cid is None:
             return JSONResponse({"error": "invalid_client"}, status_code=401)
-        grant = form.get("grant_type")
-        resource = form.get("resource")
         if grant == "authorization_code":
             code = self.codes.pop(str(form.get("code")), None)
             verifier = str(form.get("code_verifier", ""))
@@ -256,6 +384,8 @@ class AuthorizationServer:
         if not resource:
             return JSONResponse({"error": "invalid_target"}, status_code=400)
         self.granted_scopes.append(str(scope))
+        if jkt is not None:
+            return self._issue(str(resource), str(scope), f"user-of-{cid}", cid, jkt)
         access = self.mint(
             audience=str(resource), scope=str(scope), subject=f"user-of-{cid}", client_id=cid
         )
@@ -264,6 +394,20 @@ class AuthorizationServer:
             refresh = secrets.token_urlsafe(16)
             self.refresh[refresh] = {"client_id": cid, "scope": scope, "resource": resource}
             answer["refresh_token"] = refresh
+        return JSONResponse(answer, headers={"Cache-Control": "no-store"})
+
+    def _issue(
+        self, resource: str, scope: str, subject: str, cid: str, jkt: str | None
+    ) -> Response:
+        """A token without a refresh token; DPoP-bound (``cnf.jkt``) when `jkt`."""
+        extra: dict[str, Any] = {"cnf": {"jkt": jkt}} if jkt is not None else {}
+        access = self.mint(audience=resource, scope=scope, subject=subject, client_id=cid, **extra)
+        answer = {
+            "access_token": access,
+            "token_type": "DPoP" if jkt is not None else "Bearer",
+            "expires_in": 300,
+            "scope": scope,
+        }
         return JSONResponse(answer, headers={"Cache-Control": "no-store"})
 
     async def introspect(self, request: Request) -> Response:

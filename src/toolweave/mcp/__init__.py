@@ -11,8 +11,15 @@ except ImportError as _e:  # pragma: no cover - exercised in a subprocess test
         "pip install 'toolweave[mcp]'"
     ) from _e
 
-from .auth import IntrospectionVerifier, JwtVerifier, McpAuth
+from .auth import DpopVerifier, IntrospectionVerifier, JwtVerifier, McpAuth
 from .client import McpAuthError, McpClient, McpTimeoutError, SyncMcpClient
+from .client_auth import (
+    ClientAuthError,
+    ClientCredentialsAuth,
+    DpopKey,
+    JwtBearerAuth,
+    PrivateKeyJwt,
+)
 from .config import (
     McpClientType,
     McpServerConfig,
@@ -26,7 +33,12 @@ from .server import McpTransport, build_mcp_server, serve_mcp, serve_mcp_async
 from .tool import McpTool, McpToolCard, mcp_result_to_value
 
 __all__ = [
+    "ClientAuthError",
+    "ClientCredentialsAuth",
+    "DpopKey",
+    "DpopVerifier",
     "IntrospectionVerifier",
+    "JwtBearerAuth",
     "JwtVerifier",
     "McpAuth",
     "McpAuthError",
@@ -40,6 +52,7 @@ __all__ = [
     "McpTool",
     "McpToolCard",
     "McpTransport",
+    "PrivateKeyJwt",
     "SamplingDeclined",
     "SyncMcpClient",
     "build_mcp_server",

@@ -55,9 +55,11 @@ from starlette.routing import Router
 
 from ..identity import Identity, current_identity, use_identity
 from ..tools.base import Tool
+from ._dpop import DpopProofError, DpopVerifier
 from .features import Feature, McpPrompt, McpResource
 
 __all__ = [
+    "DpopVerifier",
     "IntrospectionVerifier",
     "InvalidToken",
     "JwtVerifier",
@@ -505,6 +507,9 @@ class McpAuth:
     """Listed in the metadata (by default `required_scopes`)."""
     resource_name: str | None = None
     resource_documentation: str | None = None
+    dpop: DpopVerifier = field(default_factory=DpopVerifier)
+    """Checks the DPoP proof (RFC 9449) of a DPoP-bound token (one with ``cnf.jkt``, sent
+    as ``Authorization: DPoP <token>``); such a token without its proof is refused."""
 
     def __post_init__(self) -> None:
         if not (hasattr(self.verifier, "verify") or hasattr(self.verifier, "verify_token")):
@@ -735,7 +740,7 @@ class _Protected:
         if scope["path"] == self.metadata_path:
             await self.metadata(scope, receive, send)
             return
-        token = _bearer(scope)
+        scheme, token = _credentials(scope)
         if token is None:
             await self._refuse(send, 401, None, "", self.challenge_scopes)
             return
@@ -749,6 +754,14 @@ class _Protected:
         except VerifierUnavailable as e:
             await self._unavailable(send, str(e))
             return
+        jkt = _bound_key(access)
+        if jkt is not None or scheme == "dpop":
+            try:
+                self._check_dpop(scope, scheme, token, jkt)
+            except DpopProofError as e:
+                log.info("refused a DPoP request: %s", e)
+                await self._refuse_dpop(send, e.error, str(e))
+                return
         del token
         needed, request_id = self.policy.base, None
         if scope["method"] == "POST" and self.per_request:
@@ -840,6 +853,38 @@ class _Protected:
             send, status, body, [(b"www-authenticate", ("Bearer " + ", ".join(parts)).encode())]
         )
 
+    def _check_dpop(self, scope: Any, scheme: str, token: str, jkt: str | None) -> None:
+        """A DPoP-bound token must come as ``Authorization: DPoP`` with one valid proof
+        for this request; a DPoP token must be bound."""
+        if jkt is None:
+            raise DpopProofError("invalid_token", "a DPoP token must be bound to a key (cnf.jkt)")
+        if scheme != "dpop":
+            raise DpopProofError(
+                "invalid_token", "the token is DPoP-bound: send it as DPoP with a proof"
+            )
+        proofs = [v for k, v in scope.get("headers", ()) if k.lower() == b"dpop"]
+        if len(proofs) != 1:
+            raise DpopProofError("invalid_dpop_proof", "the request needs one DPoP proof")
+        origin = urlsplit(self.resource)
+        url = f"{origin.scheme}://{origin.netloc}{scope.get('path', '/')}"
+        self.auth.dpop.check(
+            bytes(proofs[0]).decode("latin-1"),
+            method=scope["method"],
+            url=url,
+            access_token=token,
+            jkt=jkt,
+        )
+
+    async def _refuse_dpop(self, send: Any, error: str, description: str) -> None:
+        algs = " ".join(self.auth.dpop.algorithms)
+        parts = [f"error={_quoted(error)}", f"error_description={_quoted(description)}"]
+        parts += [f"algs={_quoted(algs)}", f"resource_metadata={_quoted(self.metadata_url)}"]
+        headers = [(b"www-authenticate", ("DPoP " + ", ".join(parts)).encode())]
+        if self.auth.dpop.require_nonce:
+            headers.append((b"dpop-nonce", self.auth.dpop.nonce().encode()))
+        body = {"error": error, "error_description": description}
+        await _send_json(send, 401, body, headers)
+
     async def _unavailable(self, send: Any, description: str) -> None:
         body = {"error": "temporarily_unavailable", "error_description": description}
         await _send_json(send, 503, body, [(b"retry-after", b"5")])
@@ -864,16 +909,24 @@ async def _send_json(
     await send({"type": "http.response.body", "body": data})
 
 
-def _bearer(scope: Any) -> str | None:
+def _credentials(scope: Any) -> tuple[str, str | None]:
+    """The scheme (``bearer`` or ``dpop``) and token of the request's Authorization."""
     for name, value in scope.get("headers", ()):
         if name.lower() == b"authorization":
             text: str = bytes(value).decode("latin-1")
             kind, _, token = text.partition(" ")
             token = token.strip()
-            if kind.lower() == "bearer" and token:
-                return token
-            return None
-    return None
+            if kind.lower() in ("bearer", "dpop") and token:
+                return kind.lower(), token
+            return "", None
+    return "", None
+
+
+def _bound_key(access: AccessToken) -> str | None:
+    """The ``cnf.jkt`` (RFC 9449) a token is bound to, if any."""
+    cnf = (access.claims or {}).get("cnf")
+    jkt = cnf.get("jkt") if isinstance(cnf, Mapping) else None
+    return str(jkt) if jkt is not None else None
 
 
 def default_resource(host: str, port: int, path: str) -> str | None:
