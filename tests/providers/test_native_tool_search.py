@@ -13,9 +13,17 @@ import pytest
 
 from servers.provider_server import ProviderServer, load_transcript
 from toolweave import NativeToolSearch, ToolService
-from toolweave.chat import AiMessage, ChatRequest, ChatRequestParameters, UserMessage
+from toolweave.chat import (
+    AiMessage,
+    ChatRequest,
+    ChatRequestParameters,
+    ToolExecutionResultMessage,
+    UserMessage,
+)
 from toolweave.errors import UnsupportedOptionError
+from toolweave.execution import ToolExecutionRequest
 from toolweave.providers import (
+    AnthropicChatModel,
     GeminiChatModel,
     OpenAIChatModel,
     OpenAIResponsesChatModel,
@@ -23,8 +31,9 @@ from toolweave.providers import (
 from toolweave.service import ChatCompleted, KeywordToolSearch
 from toolweave.service.search import native_tool_search
 from toolweave.tools import ToolCard
+from toolweave.toolsets import FunctionToolset
 
-from .conftest import SECRET
+from .conftest import SECRET, check_anthropic_request
 from .test_openai_responses import _sdk_response, _stream_of, check_responses_request
 
 QUESTION = "杭州今天天气怎么样？"
@@ -109,6 +118,47 @@ def test_a_model_without_tool_search_refuses_deferred_tools(model: Any) -> None:
         model.build_request_body(_request(["get_news"]))
 
 
+@pytest.mark.parametrize(
+    ("variant", "search_tool"),
+    [
+        ("bm25", {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}),
+        ("regex", {"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"}),
+    ],
+)
+def test_anthropic_marks_deferred_tools_and_adds_its_search_tool(
+    variant: Any, search_tool: dict[str, Any]
+) -> None:
+    model = AnthropicChatModel("claude-sonnet-4-5", api_key=SECRET, tool_search=variant)
+    body = model.build_request_body(_request(["get_time", "get_news"]))
+    check_anthropic_request(body)
+    assert [(t["name"], t.get("defer_loading")) for t in body["tools"]] == [
+        ("get_weather", None),
+        ("get_time", True),
+        ("get_news", True),
+        (search_tool["name"], None),
+    ]
+    assert body["tools"][-1] == search_tool
+    plain = model.build_request_body(
+        ChatRequest([UserMessage("hi")], ChatRequestParameters(tools=CARDS))
+    )
+    assert all("defer_loading" not in t for t in plain["tools"])  # the cached dicts untouched
+    with pytest.raises(UnsupportedOptionError, match="tool_search"):
+        AnthropicChatModel("claude-sonnet-4-5", api_key=SECRET, tool_search="fuzzy")  # type: ignore[arg-type]
+
+
+def test_anthropic_structured_output_keeps_its_answer_tool_loaded() -> None:
+    model = AnthropicChatModel("claude-sonnet-4-5", api_key=SECRET)
+    body = model.build_request_body(_request(["get_news"], response_format={"type": "object"}))
+    check_anthropic_request(body)
+    assert [(t["name"], t.get("defer_loading")) for t in body["tools"]] == [
+        ("get_weather", None),
+        ("get_time", None),
+        ("get_news", True),
+        ("tool_search_tool_bm25", None),
+        ("final_answer", None),
+    ]
+
+
 def test_deferring_a_tool_not_offered_is_refused() -> None:
     model = OpenAIResponsesChatModel("gpt-5.4", api_key=SECRET)
     with pytest.raises(UnsupportedOptionError, match="'get_stock'"):
@@ -180,6 +230,116 @@ def test_responses_tool_search_round_trips(server: ProviderServer, face: str) ->
     json.dumps(bodies)
 
 
+def _anthropic_sse(message: dict[str, Any]) -> list[str]:
+    """The Messages API stream of `message`, each event checked against the SDK's union:
+    text and inputs as deltas, a server tool's result block whole at its start."""
+    from anthropic.types import RawMessageStreamEvent
+    from pydantic import TypeAdapter
+
+    adapter: TypeAdapter[Any] = TypeAdapter(RawMessageStreamEvent)
+    usage = message["usage"]
+    start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
+    for index, block in enumerate(message["content"]):
+        kind = block["type"]
+        if kind == "text":
+            events.append(
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "text", "text": ""},
+                }
+            )
+            text = block["text"]
+            for at in range(0, len(text), 5):
+                delta = {"type": "text_delta", "text": text[at : at + 5]}
+                events.append({"type": "content_block_delta", "index": index, "delta": delta})
+        elif kind in ("tool_use", "server_tool_use"):
+            events.append(
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {**block, "input": {}},
+                }
+            )
+            raw = json.dumps(block["input"], ensure_ascii=False)
+            for at in range(0, len(raw), 7):
+                delta = {"type": "input_json_delta", "partial_json": raw[at : at + 7]}
+                events.append({"type": "content_block_delta", "index": index, "delta": delta})
+        else:
+            events.append({"type": "content_block_start", "index": index, "content_block": block})
+        events.append({"type": "content_block_stop", "index": index})
+    events.append(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+            "usage": {"output_tokens": usage["output_tokens"]},
+        }
+    )
+    events.append({"type": "message_stop"})
+    chunks = []
+    for event in events:
+        adapter.validate_python(event)
+        chunks.append(f"event: {event['type']}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n")
+    return chunks
+
+
+@pytest.mark.parametrize("face", FACES)
+def test_anthropic_tool_search_round_trips(server: ProviderServer, face: str) -> None:
+    from anthropic.types import Message
+
+    transcript = load_transcript("anthropic/tool_search")
+    for exchange in transcript["exchanges"]:
+        Message.model_validate(exchange["response"]["json"])
+    stream = face.endswith("stream")
+    _enqueue(server, transcript, stream, _anthropic_sse)
+    service = ToolService(tool_search="native").tools(get_weather, get_time, get_news)
+    with AnthropicChatModel("claude-sonnet-4-5", api_key=SECRET, base_url=server.url) as model:
+        result = _run(service, model, face)
+    bodies = server.bodies
+    for body in bodies:
+        check_anthropic_request(body)
+    assert bodies == _expected(transcript, stream)
+    assert [e.request.name for e in result.tool_executions] == ["get_weather"]
+    assert result.tool_executions[0].result.text == "杭州: 晴, 22℃"
+    assert result.text == "杭州今天晴，22℃。"
+    first = next(m for m in result.messages if isinstance(m, AiMessage))
+    assert first.text == "我先找一个查询天气的工具。"
+    assert [c.name for c in first.tool_execution_requests] == ["get_weather"]
+    kinds = [b["type"] for b in first.attributes["anthropic"]["content"]]
+    assert kinds == ["text", "server_tool_use", "tool_search_tool_result", "tool_use"]
+
+
+def test_anthropic_sends_server_blocks_back_around_an_edited_turn() -> None:
+    """A turn whose text and call were changed after the fact: the server tool's blocks
+    stay verbatim in their places, the text and the call are sent as the message holds
+    them."""
+    transcript = load_transcript("anthropic/tool_search")
+    model = AnthropicChatModel("claude-sonnet-4-5", api_key=SECRET)
+    first = model._parse(transcript["exchanges"][0]["response"]["json"])
+    call = ToolExecutionRequest(
+        id="toolu_01Hq5sWn9Ze3Kd7Yb2Xc4Fvu", name="get_weather", arguments='{"city":"上海"}'
+    )
+    edited = first.ai_message.model_copy(
+        update={"text": "查一下。", "tool_execution_requests": [call]}
+    )
+    history = [
+        UserMessage(QUESTION),
+        edited,
+        ToolExecutionResultMessage(id=call.id, tool_name="get_weather", text="上海: 阴"),
+    ]
+    body = model.build_request_body(ChatRequest(history, ChatRequestParameters(tools=CARDS)))
+    check_anthropic_request(body)
+    sent = body["messages"][1]["content"]
+    recorded = transcript["exchanges"][1]["request"]["body"]["messages"][1]["content"]
+    assert sent == [
+        {"type": "text", "text": "查一下。"},
+        recorded[1],
+        recorded[2],
+        {"type": "tool_use", "id": call.id, "name": "get_weather", "input": {"city": "上海"}},
+    ]
+
+
 def test_native_search_falls_back_to_client_side_search(server: ProviderServer) -> None:
     """A model without its own search (OpenAI Chat) gets the fallback's search tool and
     only the always-visible tools; nothing is marked deferred."""
@@ -195,3 +355,29 @@ def test_native_search_falls_back_to_client_side_search(server: ProviderServer) 
             "tool_search_tool",
         ]
         assert "defer_loading" not in json.dumps(body)
+
+
+def test_toolsets_tools_are_deferred_but_the_always_visible_and_the_callers(
+    server: ProviderServer,
+) -> None:
+    """With toolsets, the sets' tools are deferred; an always-visible tool and a tool the
+    caller passes in the request parameters are loaded up front, every round."""
+    transcript = load_transcript("openai/responses_tool_search")
+    _enqueue(server, transcript, False, _stream_of)
+    search = NativeToolSearch(always_visible={"get_time"})
+    toolset = FunctionToolset(get_weather, get_time)
+    service = ToolService(tool_search=search, toolsets=[toolset]).tools(get_news)
+    extra = ChatRequestParameters(tools=[_card("get_stock")])
+    with OpenAIResponsesChatModel("gpt-5.4", api_key=SECRET, base_url=f"{server.url}/v1") as m:
+        result = service.chat(m, extra, QUESTION)
+    assert result.text == "杭州今天晴，22℃。"
+    assert [e.request.name for e in result.tool_executions] == ["get_weather"]
+    for body in server.bodies:
+        check_responses_request(body)
+        assert [(t.get("name"), t.get("defer_loading")) for t in body["tools"]] == [
+            ("get_stock", None),
+            ("get_news", True),
+            ("get_weather", True),
+            ("get_time", None),
+            (None, None),
+        ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import httpx2
 
@@ -20,7 +20,7 @@ from ..chat.messages import AiMessage, SystemMessage, ToolExecutionResultMessage
 from ..chat.request import ChatRequest, ChatRequestParameters, ToolChoice
 from ..chat.response import ChatResponse, FinishReason, TokenUsage
 from ..dialects import anthropic_tools, to_anthropic_strict
-from ..errors import SchemaError
+from ..errors import SchemaError, UnsupportedOptionError
 from ..execution.requests import ToolExecutionRequest
 from ..schema.output import OutputSchema
 from ._allowed import restrict_to_allowed
@@ -53,6 +53,15 @@ _FINISH = {
     "refusal": FinishReason.CONTENT_FILTER,
 }
 _THINKING_TYPES = ("thinking", "redacted_thinking")
+_OWN_TYPES = ("text", "tool_use", *_THINKING_TYPES)
+"""Blocks toolweave rebuilds from the message; any other block (a server tool's use and
+result) is kept and sent back verbatim, in its place."""
+TOOL_SEARCH_TOOLS = {
+    "bm25": {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"},
+    "regex": {"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"},
+}
+"""Anthropic's tool search tools (`AnthropicChatModel(tool_search=...)`): natural-language
+queries (BM25) or regular expressions, over the deferred tools' names and descriptions."""
 
 
 def _finish_reason(raw: str | None) -> FinishReason | None:
@@ -100,6 +109,16 @@ def _input_json(raw: Any) -> str:
     return compact_json(raw)
 
 
+def _attributes(thinking: list[dict[str, Any]], content: list[dict[str, Any]]) -> dict[str, Any]:
+    """The message's `anthropic` attribute: its thinking blocks, and with a server tool's
+    blocks among them (tool search) all its blocks in order, as `_assistant_blocks` sends
+    them back (text and calls as the message then holds them)."""
+    kept: dict[str, Any] = {"thinking": thinking} if thinking else {}
+    if any(block.get("type") not in _OWN_TYPES for block in content):
+        kept["content"] = content
+    return {"anthropic": kept} if kept else {}
+
+
 class _Block:
     __slots__ = ("data", "kind", "parts", "tool_index")
 
@@ -130,6 +149,7 @@ class AnthropicStreamParser:
         self._text: list[str] = []
         self._reasoning: list[str] = []
         self._thinking: list[dict[str, Any]] = []
+        self._content: dict[int, dict[str, Any]] = {}  # content-block index -> kept block
         self._requests: dict[int, ToolExecutionRequest] = {}
         self._tool_count = 0
         self._usage: dict[str, Any] = {}
@@ -229,6 +249,8 @@ class AnthropicStreamParser:
             elif piece and buf.tool_index is not None:
                 buf.parts.append(piece)
                 events.append(PartialToolCall(buf.tool_index, None, None, piece))
+            elif piece and buf.kind == "server_tool_use":
+                buf.parts.append(piece)
         elif kind == "thinking_delta":
             text = delta.get("thinking") or ""
             if text:
@@ -265,12 +287,28 @@ class AnthropicStreamParser:
                 arguments=args,
             )
             self._requests[buf.tool_index] = request
+            self._content[index] = {"type": "tool_use", "id": request.id}
             events.append(CompleteToolCall(buf.tool_index, request))
         elif buf.kind == "thinking":
             buf.data["thinking"] = "".join(buf.parts)
             self._thinking.append(_keep_block(buf.data))
+            self._content[index] = self._thinking[-1]
         elif buf.kind == "redacted_thinking":
             self._thinking.append(_keep_block(buf.data))
+            self._content[index] = self._thinking[-1]
+        elif buf.kind == "text":
+            self._content[index] = {"type": "text", "text": "".join(buf.parts)}
+        elif buf.kind not in _OWN_TYPES:  # a server tool's block, sent back as it is
+            block = dict(buf.data)
+            raw = "".join(buf.parts)
+            if raw.strip():
+                try:
+                    block["input"] = decode_json(raw)
+                except ValueError as e:
+                    raise self._transport.protocol_error(
+                        f"a {buf.kind} block's input is {json_failure(e)}: {raw[:200]!r}"
+                    ) from None
+            self._content[index] = block
 
     def finish(self) -> list[StreamEvent]:
         """Emit `ResponseCompleted` (raises when `message_stop` never came)."""
@@ -279,9 +317,8 @@ class AnthropicStreamParser:
                 "the stream ended before message_stop (truncated response)"
             )
         requests = [self._requests[i] for i in sorted(self._requests)]
-        attributes: dict[str, Any] = {}
-        if self._thinking:
-            attributes["anthropic"] = {"thinking": self._thinking}
+        content = [self._content[i] for i in sorted(self._content)]
+        attributes = _attributes(self._thinking, content)
         message = AiMessage(
             "".join(self._text) or None,
             tool_execution_requests=requests,
@@ -312,11 +349,15 @@ class AnthropicChatModel(HttpChatModel):
     `max_tokens` (required by the API) applies when the request sets none. `strict_tools` is
     the strict default for cards whose `strict` is None (None: not strict).
     `response_format` is honoured through a forced answer tool (`ANSWER_TOOL`, see
-    docs/structured-output.md).
+    docs/structured-output.md). `deferred_tools` are sent with `defer_loading: true` beside
+    the tool search tool `tool_search` names (`"bm25"` or `"regex"`, `TOOL_SEARCH_TOOLS`);
+    its `server_tool_use` and `tool_search_tool_result` blocks are kept in the message and
+    sent back verbatim, in their places (docs/loop.md, Native tool search).
     """
 
     provider = PROVIDER
     supports_response_format = True
+    supports_tool_search = True
     api_key_env = ("ANTHROPIC_API_KEY",)
     default_base_url = DEFAULT_BASE_URL
 
@@ -330,6 +371,7 @@ class AnthropicChatModel(HttpChatModel):
         strict_tools: bool | None = None,
         anthropic_version: str = ANTHROPIC_VERSION,
         beta: tuple[str, ...] | list[str] = (),
+        tool_search: Literal["bm25", "regex"] = "bm25",
         headers: Mapping[str, str] | None = None,
         timeout: float | httpx2.Timeout | None = None,
         max_retries: int = DEFAULT_MAX_RETRIES,
@@ -360,8 +402,13 @@ class AnthropicChatModel(HttpChatModel):
             async_http_client=async_http_client,
             max_response_bytes=max_response_bytes,
         )
+        if tool_search not in TOOL_SEARCH_TOOLS:
+            raise UnsupportedOptionError(
+                PROVIDER, "tool_search", f"{tool_search!r}: use 'bm25' or 'regex'"
+            )
         self.max_tokens = max_tokens
         self.strict_tools = strict_tools
+        self.tool_search = tool_search
 
     def _url(self, model: str, stream: bool) -> str:
         return f"{self.base_url}/v1/messages"
@@ -396,13 +443,10 @@ class AnthropicChatModel(HttpChatModel):
                     f"the request already has a tool named {ANSWER_TOOL!r}, the name of the "
                     "tool that carries the structured answer; rename that tool",
                 )
-            body["tools"] = [
-                *anthropic_tools(tools, self.strict_tools),
-                self._answer_tool(output),
-            ]
+            body["tools"] = [*self._tools(tools, params), self._answer_tool(output)]
             body["tool_choice"] = self._answer_choice(params, tools)
         elif tools:
-            body["tools"] = anthropic_tools(tools, self.strict_tools)
+            body["tools"] = self._tools(tools, params)
             wire = self._tool_choice(params.tool_choice, params.parallel_tool_calls, tools)
             if wire is not None:
                 body["tool_choice"] = wire
@@ -413,6 +457,19 @@ class AnthropicChatModel(HttpChatModel):
         if stream:
             body["stream"] = True
         return body
+
+    def _tools(self, cards: tuple[Any, ...], params: ChatRequestParameters) -> list[dict[str, Any]]:
+        """The `tools[]` entries of `cards`; the deferred ones marked, and the tool search
+        tool after them."""
+        tools = anthropic_tools(cards, self.strict_tools)
+        deferred = set(params.deferred_tools or ())
+        if not deferred:
+            return tools
+        out = [
+            {**tool, "defer_loading": True} if card.name in deferred else tool
+            for card, tool in zip(cards, tools, strict=True)
+        ]
+        return [*out, dict(TOOL_SEARCH_TOOLS[self.tool_search])]
 
     def _answer_tool(self, output: OutputSchema) -> dict[str, Any]:
         schema, _ = answer_schema(output)
@@ -516,6 +573,9 @@ class AnthropicChatModel(HttpChatModel):
         return system, out
 
     def _assistant_blocks(self, message: AiMessage) -> list[dict[str, Any]]:
+        content = (message.attributes.get("anthropic") or {}).get("content")
+        if isinstance(content, list):
+            return _kept_blocks(message, content)
         blocks: list[dict[str, Any]] = []
         kept = (message.attributes.get("anthropic") or {}).get("thinking") or ()
         blocks.extend(
@@ -564,17 +624,21 @@ class AnthropicChatModel(HttpChatModel):
         thinking: list[dict[str, Any]] = []
         requests: list[ToolExecutionRequest] = []
         answers: list[str] = []
+        content: list[dict[str, Any]] = []
         for block in data.get("content") or ():
             kind = block.get("type")
             if kind == "tool_use" and answer is not None and block.get("name") == answer.name:
                 answers.append(answer_text(block.get("input"), answer.wrapped))
             elif kind == "text":
                 text.append(block.get("text") or "")
+                content.append({"type": "text", "text": block.get("text") or ""})
             elif kind == "thinking":
                 reasoning.append(block.get("thinking") or "")
                 thinking.append(_keep_block(block))
+                content.append(thinking[-1])
             elif kind == "redacted_thinking":
                 thinking.append(_keep_block(block))
+                content.append(thinking[-1])
             elif kind == "tool_use":
                 requests.append(
                     ToolExecutionRequest(
@@ -583,7 +647,10 @@ class AnthropicChatModel(HttpChatModel):
                         arguments=_input_json(block.get("input")),
                     )
                 )
-        attributes: dict[str, Any] = {"anthropic": {"thinking": thinking}} if thinking else {}
+                content.append({"type": "tool_use", "id": requests[-1].id})
+            elif isinstance(block, Mapping):
+                content.append(dict(block))  # a server tool's block: sent back as it is
+        attributes = _attributes(thinking, content)
         if answers:
             text = answers  # the answer is the text; text written before it is dropped
         message = AiMessage(
@@ -614,3 +681,47 @@ def _has_tool_result(message: Mapping[str, Any]) -> bool:
     return isinstance(content, list) and any(
         isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content
     )
+
+
+def _tool_use(call: ToolExecutionRequest) -> dict[str, Any]:
+    return {
+        "type": "tool_use",
+        "id": call.id,
+        "name": call.name,
+        "input": arguments_object(call.arguments),
+    }
+
+
+def _kept_blocks(message: AiMessage, content: list[Any]) -> list[dict[str, Any]]:
+    """A past turn's blocks in their order (`_attributes`): server tool blocks and thinking
+    verbatim, calls as the conversation now holds them; the text blocks as they came when
+    the message's text is still theirs, else its text once, where the first one was."""
+    calls = {call.id: call for call in message.tool_execution_requests}
+    texts = [b for b in content if isinstance(b, Mapping) and b.get("type") == "text"]
+    verbatim = "".join(str(b.get("text") or "") for b in texts) == (message.text or "")
+    blocks: list[dict[str, Any]] = []
+    text_sent = False
+    sent: set[str] = set()
+    for block in content:
+        if not isinstance(block, Mapping):
+            continue  # (an edited or foreign history: nothing to send back)
+        kind = block.get("type")
+        if kind == "text":
+            if verbatim and block.get("text"):
+                blocks.append({"type": "text", "text": block["text"]})
+            elif not verbatim and message.text and not text_sent:
+                blocks.append({"type": "text", "text": message.text})
+            text_sent = True
+        elif kind == "tool_use":
+            call = calls.get(block.get("id"))  # type: ignore[arg-type]
+            if call is not None and call.id not in sent:
+                sent.add(call.id)
+                blocks.append(_tool_use(call))
+        else:
+            blocks.append(dict(block))
+    if message.text and not text_sent:
+        blocks.append({"type": "text", "text": message.text})
+    blocks.extend(
+        _tool_use(call) for call in message.tool_execution_requests if call.id not in sent
+    )
+    return blocks
