@@ -29,11 +29,14 @@ from toolweave.mcp import (
     ClientAuthError,
     ClientCredentialsAuth,
     DpopKey,
+    DpopVerifier,
     JwtBearerAuth,
+    McpAuthError,
     McpClient,
     McpServerConfig,
     PrivateKeyJwt,
 )
+from toolweave.mcp._dpop import DpopProofError, access_token_hash
 
 TOOLS = str(SERVERS / "mcp_auth_tools.py")
 NONCE_AUTH = str(SERVERS / "mcp_dpop_auth.py")
@@ -437,3 +440,73 @@ async def test_a_401_fetches_a_new_token_once(
 
 
 ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+async def test_mcp_client_reports_a_refused_assertion_as_an_auth_error(
+    served: Served, auth_server: AuthorizationServer, workload_key: ec.EllipticCurvePrivateKey
+) -> None:
+    expired = workload_token(workload_key, f"{auth_server.issuer}/token", "sa", expires_in=-120)
+    with pytest.raises(McpAuthError, match="invalid_grant") as caught:
+        await whoami(served, JwtBearerAuth(assertion=lambda: expired))
+    assert expired not in str(caught.value)
+
+
+# --- DpopVerifier (the resource server's check) by itself ------------------------------------
+
+
+def forged(key: DpopKey, claims: dict[str, Any], **header: Any) -> str:
+    """A proof with the claims and header given (signed with `key`)."""
+    headers = {"typ": "dpop+jwt", "jwk": key.public_jwk, **header}
+    return jwt.encode(claims, key._key, algorithm="ES256", headers=headers)
+
+
+@pytest.mark.parametrize("case", ["old-iat", "future-iat", "private-jwk", "typ", "hs256"])
+def test_the_verifier_refuses_a_malformed_proof(case: str) -> None:
+    key = DpopKey()
+    url, token = "http://127.0.0.1:1/mcp", "a-token"
+    good = {"htm": "POST", "htu": url, "ath": access_token_hash(token), "jti": uuid.uuid4().hex}
+    now = int(time.time())
+    verifier = DpopVerifier()
+    if case == "old-iat":
+        proof = forged(key, {**good, "iat": now - 600})
+    elif case == "future-iat":
+        proof = forged(key, {**good, "iat": now + 600})
+    elif case == "private-jwk":
+        private = ECAlgorithm.to_jwk(key._key, as_dict=True)
+        proof = forged(key, {**good, "iat": now}, jwk=private)
+    elif case == "typ":
+        proof = forged(key, {**good, "iat": now}, typ="JWT")
+    else:
+        proof = jwt.encode(
+            {**good, "iat": now},
+            "k" * 32,
+            algorithm="HS256",
+            headers={"typ": "dpop+jwt", "jwk": key.public_jwk},
+        )
+    with pytest.raises(DpopProofError) as caught:
+        verifier.check(proof, method="POST", url=url, access_token=token, jkt=key.thumbprint)
+    assert caught.value.error == "invalid_dpop_proof"
+    # the same claims, well formed, pass
+    verifier.check(
+        forged(key, {**good, "jti": uuid.uuid4().hex, "iat": now}),
+        method="POST",
+        url=url,
+        access_token=token,
+        jkt=key.thumbprint,
+    )
+
+
+def test_the_verifier_accepts_only_its_own_nonces() -> None:
+    key = DpopKey()
+    url, token = "http://127.0.0.1:1/mcp", "a-token"
+    verifier = DpopVerifier(require_nonce=True)
+
+    def check(nonce: str | None) -> None:
+        proof = key.proof("POST", url, access_token=token, nonce=nonce)
+        verifier.check(proof, method="POST", url=url, access_token=token, jkt=key.thumbprint)
+
+    for nonce in (None, "made-up", DpopVerifier(require_nonce=True).nonce()):
+        with pytest.raises(DpopProofError) as caught:
+            check(nonce)
+        assert caught.value.error == "use_dpop_nonce"
+    check(verifier.nonce())
