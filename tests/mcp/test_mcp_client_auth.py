@@ -356,9 +356,10 @@ async def test_jwt_bearer_from_a_callable_with_dpop(
         return workload_token(workload_key, endpoint, "spiffe://example.org/agent")
 
     key = DpopKey()
-    auth = JwtBearerAuth(assertion=source, token_endpoint=endpoint, resource=served.url, dpop=key)
+    auth = JwtBearerAuth(assertion=source, token_endpoint=endpoint, dpop=key)
     who = await whoami(served, auth)
     assert who["subject"] == "spiffe://example.org/agent"
+    assert who["aud"] == served.url  # no resource= given: the server's URL
     assert auth._token is not None and claims_of(auth._token)["cnf"]["jkt"] == key.thumbprint
 
 

@@ -229,21 +229,24 @@ class _TokenAuth(httpx2.Auth):
             if response.status_code != 401:
                 return
             await self._discover(str(request.url), response)
+        if self.resource is None:  # RFC 8707: the server's URL (MCP's canonical URI)
+            parts = request.url
+            self.resource = f"{parts.scheme}://{parts.netloc.decode('ascii')}{parts.path}"
         if not self._valid():
             await self._refresh_token(None)
-        self._authorize(request)
+        used = self._authorize(request)
         response = yield request
         self._note_nonce(str(request.url), response)
         if response.status_code != 401:
             return
         scheme, params = _challenge(response)
         if self.dpop is not None and scheme == "dpop" and params.get("error") == "use_dpop_nonce":
-            self._authorize(request)  # the same token, a proof with the nonce
+            used = self._authorize(request)  # the same token, a proof with the nonce
             response = yield request
             self._note_nonce(str(request.url), response)
             if response.status_code != 401:
                 return
-        await self._refresh_token(self._token)
+        await self._refresh_token(used)
         self._authorize(request)
         response = yield request
         self._note_nonce(str(request.url), response)
@@ -317,16 +320,18 @@ class _TokenAuth(httpx2.Auth):
         self._expires_at = time.time() + life - min(self.leeway, life / 2)
         log.debug("got a %s token (expires in %s s)", self._token_type, lifetime)
 
-    def _authorize(self, request: httpx2.Request) -> None:
+    def _authorize(self, request: httpx2.Request) -> str | None:
+        """Put the token (and a new proof) on `request`; the token put there."""
         token = self._token
         if token is None:
-            return
+            return None
         request.headers["Authorization"] = f"{self._token_type} {token}"
         if self.dpop is not None:
             url = str(request.url)
             request.headers["DPoP"] = self.dpop.proof(
                 request.method, url, access_token=token, nonce=self._nonces.get(_origin(url))
             )
+        return token
 
     def _note_nonce(self, url: str, response: httpx2.Response) -> None:
         nonce = response.headers.get("dpop-nonce")
@@ -378,7 +383,8 @@ class ClientCredentialsAuth(_TokenAuth):
     """The client credentials grant: the client authenticates with `client_secret`
     (HTTP Basic) or `private_key_jwt`; `scope`; `resource` (RFC 8707, by default the one
     the server's metadata names); `token_endpoint` (by default discovered); `dpop` binds
-    the tokens to a `DpopKey`. Tokens are reused until `leeway` seconds before expiry."""
+    the tokens to a `DpopKey`. With `token_endpoint` and no `resource`, the resource is
+    the URL of the first request (the MCP server's). Tokens are reused until `leeway` seconds before expiry."""
 
     def __init__(
         self,
