@@ -33,7 +33,7 @@ from ..providers.constrained import ConstrainedToolCalling
 from ..service import ToolExecutionFinished, ToolService
 from ..tools import Tool
 from ._approve import ask_decisions
-from ._load import CliError, load_object, load_tools, loaded_module
+from ._load import CliError, load_tools
 from ._models import open_model, pick_provider
 from ._render import render_stream, result_display
 from ._safe import TerminalStream, markup_safe, terminal_safe
@@ -675,69 +675,93 @@ def mcp_serve(
         list[str] | None,
         typer.Option(help="A scope every request needs (repeatable).", rich_help_panel="Auth"),
     ] = None,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="HTTP only: serve with this many worker processes (stateless; the request "
+            "state is sealed with $TOOLWEAVE_MCP_STATE_KEYS, else a key made for this run).",
+            rich_help_panel="Deployment",
+        ),
+    ] = 1,
+    stateless: Annotated[
+        bool,
+        typer.Option(
+            help="HTTP only: no sessions (always so with --workers above 1).",
+            rich_help_panel="Deployment",
+        ),
+    ] = False,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            metavar="sqlite:PATH",
+            help="Where --rate-limit counts and --cache-ttl results are kept, shared by "
+            "every worker (default: memory; with --workers, a SQLite file of this run).",
+            rich_help_panel="Deployment",
+        ),
+    ] = None,
 ) -> None:
     """Serve the tools (and, with --proxy, other MCP servers') as an MCP server until stopped."""
+    from ._serve_workers import ServeOptions, load_served, serve_workers
+
     with _errors():
-        if tools is None and not proxy:
-            raise CliError("name the tools to serve (MODULE[:OBJECT]), or servers to --proxy")
-        loaded = load_tools(tools) if tools is not None else []
+        options = ServeOptions(
+            tools=tools,
+            transport=transport.value,
+            host=host,
+            port=port,
+            path=path,
+            name=name,
+            proxy=list(proxy or []),
+            log_requests=log_requests,
+            mask_errors=mask_errors,
+            rate_limit=rate_limit,
+            cache_ttl=cache_ttl,
+            middleware=list(middleware or []),
+            max_message_bytes=max_message_bytes,
+            store=store,
+            stateless=stateless or workers > 1,
+            auth=auth,
+            auth_resource=auth_resource,
+            auth_issuer=auth_issuer,
+            auth_audience=auth_audience,
+            auth_jwks_url=auth_jwks_url,
+            auth_key_file=auth_key_file,
+            auth_introspection_url=auth_introspection_url,
+            auth_client_id=auth_client_id,
+            auth_scope=list(auth_scope or []),
+        )
+        if options.stateless and transport is not Transport.http:
+            raise CliError("--stateless and --workers are for --transport http")
         try:
             from ..mcp import serve_mcp
-            from ..mcp.features import features_in
-            from ..mcp.gateway import proxy_from_spec
         except ImportError as e:
             raise CliError(str(e)) from None
-        try:
-            from ..mcp.middleware import cli_middleware
-
-            proxies = [proxy_from_spec(spec) for spec in proxy or []]
-            chain = cli_middleware(
-                log_requests=log_requests,
-                mask_errors=mask_errors,
-                rate_limit=rate_limit,
-                cache_ttl=cache_ttl,
-                extra=[load_object(target) for target in middleware or []],
-            )
-        except (ValueError, TypeError) as e:
-            raise CliError(str(e)) from None
-        # resources, prompts and completions defined in the module are served too
-        module = loaded_module(tools) if tools is not None else None
-        features = features_in(vars(module).values()) if module is not None else []
-        wire = "streamable-http" if transport is Transport.http else transport.value
-        served_auth = None
-        if auth is not None:
-            from ._serve_auth import serve_auth
-
-            served_auth = serve_auth(
-                auth,
-                stdio=transport is Transport.stdio,
-                resource=auth_resource,
-                where=(host, port, path or ("/mcp" if transport is Transport.http else "/sse")),
-                issuer=auth_issuer,
-                audience=auth_audience,
-                jwks_url=auth_jwks_url,
-                key_file=auth_key_file,
-                introspection_url=auth_introspection_url,
-                client_id=auth_client_id,
-                scopes=auth_scope or [],
-            )
         if transport is not Transport.stdio:
-            where = path or ("/mcp" if transport is Transport.http else "/sse")
             shown = f"[{host}]" if ":" in host else host
-            err.print(f"[dim]MCP server {name!r} on http://{shown}:{port}{where} ({wire})[/]")
+            many = f", {workers} workers" if workers > 1 else ""
+            err.print(
+                f"[dim]MCP server {name!r} on http://{shown}:{port}{options.where} "
+                f"({options.wire}{many})[/]"
+            )
+        if workers > 1:
+            serve_workers(options, workers)
+            return
+        served = load_served(options)
         with contextlib.suppress(KeyboardInterrupt):
             serve_mcp(
-                loaded,
-                wire,  # type: ignore[arg-type]
+                served.tools,
+                options.wire,  # type: ignore[arg-type]
                 host=host,
                 port=port,
                 path=path,
                 name=name,
-                features=features,
+                features=served.features,
                 max_message_bytes=max_message_bytes,
-                proxy=proxies,
-                middleware=chain,
-                auth=served_auth,
+                proxy=served.proxy,
+                middleware=served.middleware,
+                auth=served.auth,
+                stateless=options.stateless,
             )
 
 

@@ -29,7 +29,7 @@ from .config import (
 )
 from .features import McpCompletion, McpPrompt, McpResource, completion, prompt, resource
 from .hooks import SamplingDeclined
-from .server import McpTransport, build_mcp_server, serve_mcp, serve_mcp_async
+from .server import McpTransport, build_mcp_server, mcp_http_app, serve_mcp, serve_mcp_async
 from .tool import McpTool, McpToolCard, mcp_result_to_value
 
 __all__ = [
@@ -57,6 +57,7 @@ __all__ = [
     "SyncMcpClient",
     "build_mcp_server",
     "completion",
+    "mcp_http_app",
     "mcp_model_tool_name",
     "mcp_model_tool_prefix",
     "mcp_result_to_value",

@@ -23,6 +23,7 @@ Built in:
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import logging
 import secrets
@@ -36,6 +37,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from ..identity import Identity, current_identity
+from .store import McpStore, open_store
 
 __all__ = [
     "RATE_LIMITED",
@@ -254,8 +256,9 @@ class RateLimitMiddleware:
     `by`: ``"client"`` (the verified token's principal, else the connection; the default),
     ``"token"`` (only authenticated requests are limited, per principal), ``"session"``
     (each connection), or ``(request) -> key | None`` (None: not limited). `methods`: the
-    request kinds counted (tool calls by default). The counters live in this process; with
-    several worker processes each counts its own.
+    request kinds counted (tool calls by default). The counters live in this process unless
+    `store` is given: with several worker processes, pass one they all share (a
+    `toolweave.mcp.store.SqliteStore`) and the limit holds across them.
     """
 
     def __init__(
@@ -268,6 +271,7 @@ class RateLimitMiddleware:
         methods: Collection[str] = ("tools/call",),
         max_clients: int = 10_000,
         clock: Callable[[], float] = time.monotonic,
+        store: McpStore | None = None,
     ) -> None:
         if rate <= 0 or per <= 0:
             raise ValueError("a rate limit needs a positive rate and period")
@@ -280,6 +284,7 @@ class RateLimitMiddleware:
         self.methods = methods
         self.max_clients = max_clients
         self.clock = clock
+        self.store = store
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
 
     def key(self, request: McpRequest) -> str | None:
@@ -299,19 +304,26 @@ class RateLimitMiddleware:
         key = self.key(request)
         if key is None:
             return await call_next(request)
-        now = self.clock()
-        tokens, last = self._buckets.pop(key, (self.burst, now))
-        tokens = min(self.burst, tokens + (now - last) * self.rate / self.per)
-        if tokens < 1:
+        if self.store is not None:
+            wait = await self.store.take(
+                f"rate:{key}", rate=self.rate, per=self.per, burst=self.burst
+            )
+        else:
+            now = self.clock()
+            tokens, last = self._buckets.pop(key, (self.burst, now))
+            tokens = min(self.burst, tokens + (now - last) * self.rate / self.per)
+            if tokens >= 1:
+                self._remember(key, tokens - 1, now)
+                return await call_next(request)
             self._remember(key, tokens, now)
             wait = (1 - tokens) * self.per / self.rate
+        if wait > 0:
             raise MCPError(
                 RATE_LIMITED,
                 f"Rate limit exceeded: at most {self.rate:g} requests per {self.per:g} s; "
                 f"retry in {wait:.1f} s",
                 data={"retryAfterSeconds": round(wait, 3)},
             )
-        self._remember(key, tokens - 1, now)
         return await call_next(request)
 
     def _remember(self, key: str, tokens: float, now: float) -> None:
@@ -329,7 +341,8 @@ class CachingMiddleware:
 
     Entries are per client (`McpRequest.client_key`) unless `shared` (one client's results
     could hold what only it may see). At most `max_entries` are kept (the oldest go first);
-    `hits` and `misses` count lookups.
+    `hits` and `misses` count lookups (in this process). With `store` (shared by several
+    worker processes), results are kept there, as JSON, instead.
     """
 
     def __init__(
@@ -340,6 +353,7 @@ class CachingMiddleware:
         shared: bool = False,
         tools: Collection[str] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        store: McpStore | None = None,
     ) -> None:
         if ttl <= 0:
             raise ValueError("ttl must be positive")
@@ -348,6 +362,7 @@ class CachingMiddleware:
         self.shared = shared
         self.tools = set(tools) if tools is not None else None
         self.clock = clock
+        self.store = store
         self.hits = 0
         self.misses = 0
         self._entries: OrderedDict[tuple[str, str, str], tuple[float, Any]] = OrderedDict()
@@ -376,6 +391,8 @@ class CachingMiddleware:
             return await call_next(request)
         arguments = json.dumps(request.arguments, sort_keys=True, default=str)
         key = (request.name or "", arguments, "" if self.shared else request.client_key)
+        if self.store is not None:
+            return await self._stored(request, call_next, key)
         now = self.clock()
         found = self._entries.get(key)
         if found is not None and found[0] > now:
@@ -391,8 +408,24 @@ class CachingMiddleware:
                 self._entries.popitem(last=False)
         return result
 
+    async def _stored(
+        self, request: McpRequest, call_next: CallNext, key: tuple[str, str, str]
+    ) -> Any:
+        assert self.store is not None
+        digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()
+        found = await self.store.get(f"cache:{digest}")
+        if found is not None:
+            self.hits += 1
+            return mcp_types.CallToolResult.model_validate_json(found)
+        self.misses += 1
+        result = await call_next(request)
+        if isinstance(result, mcp_types.CallToolResult) and not result.is_error:
+            text = result.model_dump_json(by_alias=True, exclude_none=True)
+            await self.store.put(f"cache:{digest}", text, self.ttl)
+        return result
+
     def clear(self) -> None:
-        """Forget every cached result."""
+        """Forget every cached result (of this process; a store's entries expire)."""
         self._entries.clear()
 
 
@@ -479,9 +512,13 @@ def cli_middleware(
     rate_limit: str | None = None,
     cache_ttl: float | None = None,
     extra: Iterable[Any] = (),
+    store: str | None = None,
 ) -> list[Any]:
     """The chain ``toolweave mcp serve`` builds from its options (logging outermost, then
-    error masking, the rate limit, the cache, and `extra`: middleware or lists of them)."""
+    error masking, the rate limit, the cache, and `extra`: middleware or lists of them);
+    `store` (``sqlite:PATH``, see `toolweave.mcp.store.open_store`) holds the rate limit's
+    counters and the cache's results."""
+    shared = open_store(store) if store is not None else None
     chain: list[Any] = []
     if log_requests:
         chain.append(LoggingMiddleware())
@@ -494,9 +531,9 @@ def cli_middleware(
         chain.append(ErrorMaskingMiddleware())
     if rate_limit is not None:
         rate, per = parse_rate(rate_limit)
-        chain.append(RateLimitMiddleware(rate, per))
+        chain.append(RateLimitMiddleware(rate, per, store=shared))
     if cache_ttl is not None:
-        chain.append(CachingMiddleware(ttl=cache_ttl))
+        chain.append(CachingMiddleware(ttl=cache_ttl, store=shared))
     for item in extra:
         items = list(item) if isinstance(item, (list, tuple)) else [item]
         for m in items:

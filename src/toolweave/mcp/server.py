@@ -379,6 +379,14 @@ class _ServerChannel:
         required: mcp_types.ClientCapabilities | None = None,
     ) -> None:
         session = self.ctx.session
+        if not session.can_send_request and not _is_modern(self.ctx):
+            # a stateless server (`stateless=True`, several workers) keeps no session: a
+            # 2025 client's answer would have nowhere to land, whatever it declared
+            raise ToolNotSupportedError(
+                f"{what} is not available: this server is stateless (no sessions), so it "
+                f"cannot send requests to a client of protocol {session.protocol_version}; "
+                "a 2026-07-28 client can be asked"
+            )
         if not session.check_client_capability(capability):
             # `required` (the shape the spec names) travels with the error: a tool that lets
             # it escape gets its 2026-07-28 client a -32021 naming it (see `call_tool`).
@@ -899,6 +907,7 @@ async def serve_mcp_async(
     proxy: Iterable[McpServerConfig | McpProxy] = (),
     middleware: Iterable[McpMiddleware] = (),
     auth: McpAuth | None = None,
+    stateless: bool = False,
 ) -> None:
     """Serve `tools` (and `features`: resources, prompts, completions) until cancelled
     (stdio: until stdin closes). `proxy`: other MCP servers whose tools, resources and
@@ -910,7 +919,8 @@ async def serve_mcp_async(
     posted to ``/messages/``). A request longer than `max_message_bytes` (4 MiB by default)
     is refused unread: over stdio with a JSON-RPC error -32600 (the session goes on), over
     HTTP with status 413. `auth` (HTTP only) makes the server an OAuth 2.1 resource server:
-    every request needs a bearer token it verifies (see `McpAuth`).
+    every request needs a bearer token it verifies (see `McpAuth`). `stateless`
+    (streamable HTTP): no sessions, see `mcp_http_app`.
     """
     if max_message_bytes <= 0:
         raise ValueError("max_message_bytes must be a positive number of bytes")
@@ -931,10 +941,10 @@ async def serve_mcp_async(
     import uvicorn
 
     if transport == "streamable-http":
-        app: Any = server.streamable_http_app(
-            streamable_http_path=path or "/mcp", host=host, max_request_body_size=max_message_bytes
-        )
+        app: Any = _http_app(server, path or "/mcp", host, max_message_bytes, stateless=stateless)
     elif transport == "sse":
+        if stateless:
+            raise ValueError("stateless= is for streamable HTTP; SSE always has sessions")
         app = _sse_app(server, path or "/sse", host, max_message_bytes)
     else:
         raise ValueError(f"unknown MCP transport {transport!r}: use stdio, streamable-http or sse")
@@ -952,8 +962,93 @@ async def serve_mcp_async(
             server=server,
             transport=transport,
         )
+    if transport == "streamable-http":
+        app = _Health(app)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
     await uvicorn.Server(config).serve()
+
+
+HEALTH_PATH = "/healthz"
+"""Where a streamable-HTTP server answers ``GET`` with 200 ``ok`` (no auth), for a load
+balancer's or orchestrator's health check."""
+
+
+def _http_app(
+    server: Server[Any], path: str, host: str, max_message_bytes: int, *, stateless: bool
+) -> Any:
+    return server.streamable_http_app(
+        streamable_http_path=path,
+        host=host,
+        max_request_body_size=max_message_bytes,
+        stateless_http=stateless,
+    )
+
+
+class _Health:
+    """`app` with ``GET /healthz`` answered in front of it (before any auth)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == HEALTH_PATH:
+            from starlette.responses import PlainTextResponse
+
+            ok = scope["method"] in ("GET", "HEAD")
+            reply = PlainTextResponse("ok" if ok else "method not allowed", 200 if ok else 405)
+            await reply(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def mcp_http_app(
+    tools: Iterable[Tool],
+    *,
+    path: str = "/mcp",
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    name: str = "toolweave",
+    features: Iterable[Feature] = (),
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    proxy: Iterable[McpServerConfig | McpProxy] = (),
+    middleware: Iterable[McpMiddleware] = (),
+    auth: McpAuth | None = None,
+    stateless: bool = True,
+) -> Any:
+    """An ASGI app serving `tools` over streamable HTTP at `path`, for an ASGI server of
+    your own: ``app = mcp_http_app([...])`` in ``myapp.py``, then ``uvicorn myapp:app
+    --workers 4`` or ``gunicorn -k uvicorn.workers.UvicornWorker -w 4 myapp:app`` (each
+    worker imports the module and builds its own server). ``GET /healthz`` answers ``ok``.
+
+    `stateless` (the default here): no ``Mcp-Session-Id``, so any worker can answer any
+    request. 2026-07-28 requests are sessionless anyway; a 2025 client is served too, each
+    request on its own: the server cannot send it requests (elicitation, sampling, roots:
+    a tool that asks gets an error result) and there is no GET event stream. Whatever the
+    workers must share is not kept in the process: rate limits and cached results go in a
+    ``store=`` of the middleware (`toolweave.mcp.store.SqliteStore`), and the 2026-07-28
+    request state is sealed with the keys in ``TOOLWEAVE_MCP_STATE_KEYS``, which every
+    worker must be given (see docs/mcp.md, Deployment). `host` and `port` only make the
+    default auth resource URL and the DNS-rebinding protection on loopback."""
+    if max_message_bytes <= 0:
+        raise ValueError("max_message_bytes must be a positive number of bytes")
+    tools, features = list(tools), list(features)
+    server = build_mcp_server(
+        tools, name=name, features=features, proxy=proxy, middleware=middleware
+    )
+    app = _http_app(server, path, host, max_message_bytes, stateless=stateless)
+    if auth is not None:
+        from .auth import default_resource
+
+        app = auth.protect(
+            app,
+            resource=default_resource(host, port, path),
+            tools=tools,
+            features=features,
+            max_message_bytes=max_message_bytes,
+            server=server,
+            transport="streamable-http",
+        )
+    return _Health(app)
 
 
 def _sse_app(server: Server[Any], sse_path: str, host: str, max_message_bytes: int) -> Any:
@@ -1002,6 +1097,7 @@ def serve_mcp(
     proxy: Iterable[McpServerConfig | McpProxy] = (),
     middleware: Iterable[McpMiddleware] = (),
     auth: McpAuth | None = None,
+    stateless: bool = False,
 ) -> None:
     """Serve `tools` as an MCP server, blocking (see `serve_mcp_async`)."""
     tool_list = list(tools)
@@ -1023,6 +1119,7 @@ def serve_mcp(
             proxy=proxy_list,
             middleware=middleware_list,
             auth=auth,
+            stateless=stateless,
         )
 
     anyio.run(main)

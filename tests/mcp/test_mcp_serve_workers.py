@@ -1,0 +1,289 @@
+"""`toolweave mcp serve --transport http --workers N`: a stateless server in N worker
+processes (uvicorn's supervisor), with the rate limit's counters in a store they share.
+
+Each test starts the command as a subprocess on loopback (in a session of its own, so
+whatever it started is killed at the end even when a test fails) and finds its workers
+through /proc."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import mcp_types
+import pytest
+from mcp.client.client import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_support import SERVERS, TEST_TIMEOUT, free_port, wait_for_port
+
+from toolweave.mcp import McpClient, McpServerConfig
+from toolweave.mcp.middleware import RATE_LIMITED
+from toolweave.mcp.store import MemoryStore, SqliteStore
+
+pytestmark = pytest.mark.skipif(
+    not Path("/proc/self/stat").exists(), reason="finds the workers through /proc (Linux)"
+)
+
+TOOLS = str(SERVERS / "mcp_worker_tools.py")
+BOUND = 40  # rounds of calls at most, before a test gives up on reaching every worker
+
+
+def _parents() -> dict[int, int]:
+    found: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        found[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
+    return found
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process below `pid`."""
+    parents = _parents()
+    below: set[int] = set()
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        for child, parent in parents.items():
+            if parent == p and child not in below:
+                below.add(child)
+                todo.append(child)
+    return below
+
+
+def running(pid: int) -> bool:
+    """Whether `pid` is a process that has not exited (a zombie has)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+class Served:
+    """`toolweave mcp serve ... --workers N` on a free port."""
+
+    def __init__(self, tmp: Path, *extra: str, workers: int = 2) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.log = tmp / f"serve-{self.port}.log"
+        argv = [sys.executable, "-m", "toolweave", "mcp", "serve", TOOLS, "--transport"]
+        argv += ["http", "--port", str(self.port), "--workers", str(workers), *extra]
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(
+                argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        self.expected = workers
+
+    def wait_ready(self) -> None:
+        """Until the port is bound and every worker process is up (bounded)."""
+        wait_for_port(self.port, self.proc, timeout=60)  # type: ignore[arg-type]
+        deadline = time.monotonic() + 60
+        while len(self.workers()) < self.expected:
+            assert time.monotonic() < deadline, self.log.read_text()
+            time.sleep(0.1)
+
+    def workers(self) -> set[int]:
+        """The worker processes (not the multiprocessing resource tracker)."""
+        return {p for p in descendants(self.proc.pid) if "spawn_main" in _cmdline(p)}
+
+    def stop(self) -> None:
+        """Stop the supervisor, then make sure nothing of its session is left."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # whatever is left of the session
+        except ProcessLookupError:
+            pass
+        if self.proc.poll() is None:
+            self.proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    served = Served(tmp_path_factory.mktemp("workers"))
+    try:
+        served.wait_ready()
+        yield served
+    finally:
+        served.stop()
+
+
+@pytest.fixture
+def limited(tmp_path: Path) -> Iterator[Served]:
+    store = tmp_path / "shared.db"
+    served = Served(tmp_path, "--rate-limit", "6/hour", "--store", f"sqlite:{store}")
+    try:
+        served.wait_ready()
+        yield served
+    finally:
+        served.stop()
+
+
+def pinned(url: str, **kw: Any) -> Client:
+    """An SDK client over one HTTP connection (kept alive: it stays with one worker)."""
+    http = httpx2.AsyncClient(limits=httpx2.Limits(max_connections=1))
+    return Client(streamable_http_client(url, http_client=http), **kw)
+
+
+def text(result: mcp_types.CallToolResult) -> str:
+    return "".join(getattr(b, "text", "") for b in result.content)
+
+
+def text_of(read: mcp_types.ReadResourceResult) -> str:
+    return "".join(getattr(c, "text", "") for c in read.contents)
+
+
+async def test_calls_from_our_client_and_the_sdks_land_on_every_worker(server: Served) -> None:
+    workers = server.workers()
+    assert len(workers) == 2
+    cfg = McpServerConfig(server_name="w", params={"url": server.url}, protocol="newest")
+
+    async def ours() -> set[int]:
+        async with McpClient(cfg) as c:
+            (tool,) = [t for t in await c.list_tools() if t.name == "whoami"]
+            return {int(await tool.ainvoke({})) for _ in range(3)}
+
+    async def sdks() -> set[int]:
+        async with Client(server.url) as c:  # the newest protocol: sessionless
+            return {int(text(await c.call_tool("whoami", {}))) for _ in range(3)}
+
+    async with asyncio.timeout(TEST_TIMEOUT):
+        for client in (ours, sdks):
+            seen: set[int] = set()
+            for _ in range(BOUND):  # concurrent clients: several connections, both workers
+                for found in await asyncio.gather(*(client() for _ in range(4))):
+                    seen |= found
+                if seen == workers:
+                    break
+            assert seen == workers, (client.__name__, seen, workers)
+        async with httpx2.AsyncClient() as http:
+            health = await http.get(f"http://127.0.0.1:{server.port}/healthz")
+        assert (health.status_code, health.text) == (200, "ok")
+
+
+async def test_a_2025_client_is_served_without_a_session(server: Served) -> None:
+    """The choice: a client of the initialize handshake is served, statelessly: no
+    Mcp-Session-Id, every request on its own (any worker answers it), and a tool that
+    asks the client something is told clearly why it cannot."""
+    session_ids: list[str] = []
+
+    async def seen(response: httpx2.Response) -> None:
+        if "mcp-session-id" in response.headers:
+            session_ids.append(response.headers["mcp-session-id"])
+
+    async def elicit(ctx: object, params: object) -> mcp_types.ElicitResult:
+        return mcp_types.ElicitResult(action="accept", content={"name": "old"})
+
+    async with asyncio.timeout(TEST_TIMEOUT):
+        http = httpx2.AsyncClient(event_hooks={"response": [seen]})
+        transport = streamable_http_client(server.url, http_client=http)
+        async with Client(transport, mode="legacy", elicitation_callback=elicit) as c:
+            assert c.protocol_version not in (None, "2026-07-28")
+            pids = {int(text(await c.call_tool("whoami", {}))) for _ in range(4)}
+            asked = await c.call_tool("ask", {})
+        await http.aclose()
+        assert pids <= server.workers()
+        assert session_ids == []
+        assert asked.is_error
+        assert "stateless" in text(asked) and "2026-07-28" in text(asked)
+        # our client with the handshake, too
+        cfg = McpServerConfig(server_name="w", params={"url": server.url}, protocol="handshake")
+        async with McpClient(cfg) as ours:
+            (tool,) = [t for t in await ours.list_tools() if t.name == "whoami"]
+            assert int(await tool.ainvoke({})) in server.workers()
+
+
+async def test_the_rate_limit_holds_across_workers(limited: Served) -> None:
+    """6 calls per hour for the client (sessionless: its address), counted in the SQLite
+    store both workers share: once one worker has allowed 6, the other refuses the 7th."""
+    workers = limited.workers()
+    async with asyncio.timeout(TEST_TIMEOUT), contextlib.AsyncExitStack() as stack:
+        # one connection to each worker, found by a resource read (not rate-limited)
+        clients: dict[int, Client] = {}
+        for _ in range(BOUND):
+            c = await stack.enter_async_context(pinned(limited.url))
+            pid = int(text_of(await c.read_resource("pid://worker")))
+            clients.setdefault(pid, c)
+            if set(clients) == workers:
+                break
+        assert set(clients) == workers
+        (first_pid, first), (second_pid, second) = clients.items()
+        allowed = 0
+        for _ in range(20):
+            try:
+                result = await first.call_tool("whoami", {})
+            except MCPError as e:
+                assert e.code == RATE_LIMITED
+                assert "retryAfterSeconds" in (e.error.data or {})
+                break
+            assert int(text(result)) == first_pid
+            allowed += 1
+        assert allowed == 6
+        with pytest.raises(MCPError) as refused:
+            await second.call_tool("whoami", {})
+        assert refused.value.code == RATE_LIMITED
+        # still the other worker, which has counted none of the six itself
+        assert int(text_of(await second.read_resource("pid://worker"))) == second_pid
+
+
+def test_stopping_the_server_stops_every_worker(tmp_path: Path) -> None:
+    served = Served(tmp_path)
+    try:
+        served.wait_ready()
+        workers = served.workers()
+        everything = descendants(served.proc.pid)
+        assert len(workers) == 2 and workers <= everything
+
+        async def answered() -> set[int]:
+            async with Client(served.url) as c:
+                return {int(text(await c.call_tool("whoami", {})))}
+
+        assert asyncio.run(answered()) <= workers
+        served.proc.send_signal(signal.SIGTERM)
+        assert served.proc.wait(60) == 0
+        deadline = time.monotonic() + 30
+        while any(running(p) for p in everything) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not [p for p in everything if running(p)]
+    finally:
+        served.stop()
+
+
+async def test_stores_count_and_expire(tmp_path: Path) -> None:
+    for store in (MemoryStore(), SqliteStore(tmp_path / "store.db")):
+        assert [await store.take("k", rate=1, per=3600, burst=2) for _ in range(2)] == [0, 0]
+        assert await store.take("k", rate=1, per=3600, burst=2) > 3000
+        assert await store.take("other", rate=1, per=3600, burst=2) == 0
+        await store.put("v", "kept", 3600)
+        await store.put("gone", "x", -1)
+        assert (await store.get("v"), await store.get("gone"), await store.get("no")) == (
+            "kept",
+            None,
+            None,
+        )
