@@ -381,3 +381,24 @@ def test_toolsets_tools_are_deferred_but_the_always_visible_and_the_callers(
             ("get_time", None),
             (None, None),
         ]
+
+
+def test_a_searchable_sets_own_search_tool_is_not_deferred(server: ProviderServer) -> None:
+    """A `.searchable` set under a native service search: its search tool stays loaded (the
+    provider would hide it otherwise), the set's tools stay hidden by it, the service's
+    tools are deferred."""
+    transcript = load_transcript("openai/responses_tool_search")
+    _enqueue(server, transcript, False, _stream_of)
+    toolset = FunctionToolset(get_news).searchable(KeywordToolSearch(tool_name="find_news"))
+    service = ToolService(tool_search="native", toolsets=[toolset]).tools(get_weather, get_time)
+    with OpenAIResponsesChatModel("gpt-5.4", api_key=SECRET, base_url=f"{server.url}/v1") as m:
+        result = service.chat(m, None, QUESTION)
+    assert [e.request.name for e in result.tool_executions] == ["get_weather"]
+    for body in server.bodies:
+        check_responses_request(body)
+        assert [(t.get("name"), t.get("defer_loading")) for t in body["tools"]] == [
+            ("get_weather", True),
+            ("get_time", True),
+            ("find_news", None),
+            (None, None),
+        ]

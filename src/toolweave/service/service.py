@@ -111,6 +111,7 @@ from ..toolsets.abstract import UNKNOWN, Toolset, ToolsetTool
 from ..toolsets.choosing import merge_choices
 from ..toolsets.function import FunctionToolset, Options
 from ..toolsets.offering import Offering, with_instructions
+from ..toolsets.searchable import is_search_tool
 from ..toolsets.step import StepContext
 from .approvals import (
     ApprovalRequired,
@@ -1085,13 +1086,19 @@ class ToolService:
 
     def _deferred(self, run: _Run, cards: tuple[ToolCard, ...]) -> tuple[str, ...] | None:
         """The tools a native search loads on demand: the search's own (the service's and
-        the toolsets'), not always visible, not the caller's (None: none)."""
+        the toolsets'), not always visible, not the caller's, not a `.searchable` set's
+        search tool (None: none)."""
         assert self.tool_search is not None
         owned = self._entries if run.offering is None else run.offering.tools
         shown = self.tool_search.always_visible
         given = {c.name for c in run.parameters.tools or ()}
         names = tuple(
-            c.name for c in cards if c.name in owned and c.name not in shown and c.name not in given
+            c.name
+            for c in cards
+            if c.name in owned
+            and c.name not in shown
+            and c.name not in given
+            and not is_search_tool(owned[c.name])
         )
         return names or None
 

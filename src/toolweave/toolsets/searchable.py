@@ -19,7 +19,7 @@ from .abstract import Toolset, ToolsetTool
 from .step import StepContext
 from .wrapper import WrapperToolset
 
-__all__ = ["FOUND_BY_ATTRIBUTE", "SearchableToolset"]
+__all__ = ["FOUND_BY_ATTRIBUTE", "SearchableToolset", "is_search_tool"]
 
 FOUND_BY_ATTRIBUTE = "found_by"
 """On a search result message: the name of the search tool that found its tools (so each
@@ -103,6 +103,12 @@ class _SearchExecutor:
             names, **{FOUND_BY_ATTRIBUTE: self.strategy.card.name}
         )
         return result
+
+
+def is_search_tool(tool: Any) -> bool:
+    """Whether `tool` (a `ToolsetTool`) is a `.searchable` set's own search tool (which a
+    provider-native search must not defer)."""
+    return isinstance(getattr(tool, "executor", None), _SearchExecutor)
 
 
 Toolset._transforms["searchable"] = SearchableToolset
