@@ -34,7 +34,7 @@ from toolweave.tools import ToolCard
 from toolweave.toolsets import FunctionToolset
 
 from .conftest import SECRET, check_anthropic_request
-from .test_openai_responses import _sdk_response, _stream_of, check_responses_request
+from .test_openai_responses import _sdk_response, _sse, _stream_of, check_responses_request
 
 QUESTION = "杭州今天天气怎么样？"
 
@@ -205,13 +205,30 @@ def _expected(transcript: dict[str, Any], stream: bool) -> list[dict[str, Any]]:
     return [{**body, "stream": True} if stream else body for body in bodies]
 
 
+def _responses_sse(final: dict[str, Any]) -> list[str]:
+    """`_stream_of(final)`, with the hosted search's items added (`in_progress`) before
+    they are done, as the API streams a hosted tool's items; renumbered and checked
+    against the SDK's event union again."""
+    events: list[dict[str, Any]] = []
+    for chunk in _stream_of(final):
+        event = json.loads(chunk.split("data: ", 1)[1])
+        item = event.get("item") or {}
+        if event["type"] == "response.output_item.done" and item["type"].startswith("tool_search"):
+            added = {**item, "status": "in_progress"}
+            if item["type"] == "tool_search_output":
+                added["tools"] = []
+            events.append({**event, "type": "response.output_item.added", "item": added})
+        events.append(event)
+    return _sse(events)
+
+
 @pytest.mark.parametrize("face", FACES)
 def test_responses_tool_search_round_trips(server: ProviderServer, face: str) -> None:
     transcript = load_transcript("openai/responses_tool_search")
     for exchange in transcript["exchanges"]:
         _sdk_response(exchange["response"]["json"])  # the SDK's Response type
     stream = face.endswith("stream")
-    _enqueue(server, transcript, stream, _stream_of)
+    _enqueue(server, transcript, stream, _responses_sse)
     service = ToolService(tool_search="native").tools(get_weather, get_time, get_news)
     with OpenAIResponsesChatModel("gpt-5.4", api_key=SECRET, base_url=f"{server.url}/v1") as m:
         result = _run(service, m, face)
