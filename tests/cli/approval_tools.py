@@ -34,3 +34,23 @@ def paying_model() -> ScriptedChatModel:
         return AiMessage("RESULTS: " + " | ".join(results))
 
     return ScriptedChatModel(script)
+
+
+def paying_each_turn_model() -> ScriptedChatModel:
+    """Pays Ann once per user message (the call id numbers the message), then reports the
+    result it got."""
+
+    def script(request: ChatRequest) -> AiMessage:
+        last = request.messages[-1]
+        if last.type == "user":
+            turn = sum(1 for m in request.messages if m.type == "user")
+            return AiMessage(
+                tool_execution_requests=[
+                    ToolExecutionRequest(
+                        id=f"t{turn}", name="pay", arguments=f'{{"to": "Ann", "amount": {turn}}}'
+                    )
+                ]
+            )
+        return AiMessage(f"RESULTS: {last.text}")  # type: ignore[union-attr]
+
+    return ScriptedChatModel(script)

@@ -68,3 +68,28 @@ def test_chat_always_answers_the_tools_later_calls() -> None:
     child.expect_exact("user>")
     child.sendline("")
     child.expect(pexpect.EOF)
+
+
+def test_chat_always_holds_in_the_later_turns_of_the_session() -> None:
+    """`y` approves one call (the next turn asks again); `a` stands for the later turns."""
+    child = in_terminal("chat", "--tools", TOOLS, "--provider", f"{TOOLS}:paying_each_turn_model")
+    child.expect_exact("user>")
+    child.sendline("pay Ann")
+    child.expect(r"approval needed.*pay\(.*Ann.*1")
+    child.expect_exact("[e]dit arguments:")
+    child.sendline("y")
+    child.expect_exact("RESULTS: paid 1 to Ann")
+    child.expect_exact("user>")
+    child.sendline("again")
+    child.expect(r"approval needed.*pay\(.*Ann.*2")  # a plain yes did not stand
+    child.expect_exact("[e]dit arguments:")
+    child.sendline("a")
+    child.expect_exact("RESULTS: paid 2 to Ann")
+    child.expect_exact("user>")
+    child.sendline("and again")
+    child.expect_exact("RESULTS: paid 3 to Ann")
+    shown = ANSI.sub("", child.before or "")
+    assert "approval needed" not in shown  # the third turn ran without asking
+    child.expect_exact("user>")
+    child.sendline("")
+    child.expect(pexpect.EOF)

@@ -30,8 +30,10 @@ def ask_decisions(
     other invisible character is a ``\\uXXXX`` escape, so they cannot disguise what runs.
 
     "always" and "never" are standing decisions for the tool (`Approve(always=True)`,
-    `Deny(always=True)`): kept in `standing` (tool name to decision, for the rest of the
-    chat session), they answer that tool's later calls without asking."""
+    `Deny(always=True)`): they answer that tool's other calls of this batch without asking,
+    and those of later batches too when the caller keeps `standing` (tool name to
+    decision). `toolweave chat` does not: the service keeps them (in the paused state, and
+    across turns through `ToolChatResult.standing_decisions`)."""
     read: Ask = ask or (lambda prompt: console.input(prompt, emoji=False))
     decisions: dict[str, Decision] = {}
     remembered = standing if standing is not None else {}

@@ -31,6 +31,7 @@ from ..errors import ToolArgumentsError, ToolweaveError
 from ..execution import DefaultToolExecutor, ToolExecutionRequest
 from ..providers.constrained import ConstrainedToolCalling
 from ..service import ToolExecutionFinished, ToolService
+from ..service.approvals import StandingDecision
 from ..tools import Tool
 from ._approve import ask_decisions
 from ._load import CliError, load_tools
@@ -316,7 +317,8 @@ def chat(
             **({} if temperature is None else {"temperature": temperature})
         )
         history: list[ChatMessage] = [SystemMessage(system)] if system else []
-        standing: dict[str, Any] = {}  # "always" / "never" answers, per tool, for the session
+        # "always" / "never" answers: they stand for the rest of the session, every turn
+        standing: tuple[StandingDecision, ...] = ()
         with open_model(provider, model, console=err, base_url=base_url) as (chat_model, what):
             for sampler in samplers:
                 sampler.model = chat_model
@@ -333,16 +335,22 @@ def chat(
                 while True:
                     with _tool_warnings() as pending:
                         stream = service.chat_stream(
-                            chat_model, params, conversation, decisions=decisions
+                            chat_model,
+                            params,
+                            conversation,
+                            decisions=decisions,
+                            # a paused state carries them itself
+                            standing_decisions=None if decisions is not None else standing,
                         )
                         result = render_stream(_in_order(stream, pending), out)
                     if result is None or result.state is None:
                         break
                     # calls wait for approval (or a deferred result): ask, then go on
                     conversation = result.state
-                    decisions = ask_decisions(result.pending, out, standing=standing)
+                    decisions = ask_decisions(result.pending, out)
                 if result is not None:
                     history = list(result.messages)
+                    standing = result.standing_decisions
 
 
 class _SamplingInTerminal:
