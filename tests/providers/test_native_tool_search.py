@@ -172,6 +172,8 @@ def test_native_tool_search_keeps_its_fallbacks_card_and_visible_tools() -> None
     assert search.always_visible == {"get_time", "get_weather"}
     assert [c.name for c in search.search({"terms": ["news"]}, CARDS)] == ["get_news"]
     assert isinstance(ToolService(tool_search="native").tool_search, NativeToolSearch)
+    with pytest.raises(ValueError, match="'keyword'"):
+        ToolService(tool_search="keyword")  # type: ignore[arg-type]
 
 
 # whole conversations through the loopback server -------------------------------------------

@@ -517,6 +517,10 @@ class ToolService:
         self.arguments_error_handler = arguments_error_handler or default_arguments_error_handler
         self.execution_error_handler = execution_error_handler or default_execution_error_handler
         self.hallucinated_tool_strategy = hallucinated_tool_strategy
+        if isinstance(tool_search, str) and tool_search != "native":
+            raise ValueError(
+                f"tool_search={tool_search!r}: use 'native', a ToolSearchStrategy, or None"
+            )
         self.tool_search = NativeToolSearch() if tool_search == "native" else tool_search
         """Hides tools until a search finds them; a `NativeToolSearch` lets a provider that
         searches itself do it (docs/loop.md, Native tool search)."""
