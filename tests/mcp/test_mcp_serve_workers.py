@@ -252,6 +252,63 @@ async def test_the_rate_limit_holds_across_workers(limited: Served) -> None:
         assert int(text_of(await second.read_resource("pid://worker"))) == second_pid
 
 
+class _Router(httpx2.AsyncBaseTransport):
+    """Two HTTP connections (one each): tool calls alternate between them, the rest goes
+    through the one `pin` names."""
+
+    def __init__(self) -> None:
+        self.lanes = [self._lane(), self._lane()]
+        self.pin = 0
+        self.calls: list[int] = []
+        self._turn = 0
+
+    @staticmethod
+    def _lane() -> httpx2.AsyncHTTPTransport:
+        return httpx2.AsyncHTTPTransport(limits=httpx2.Limits(max_connections=1))
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        lane = self.pin
+        if request.method == "POST" and b'"tools/call"' in request.content:
+            lane, self._turn = self._turn, 1 - self._turn
+            self.calls.append(lane)
+        return await self.lanes[lane].handle_async_request(request)
+
+    async def aclose(self) -> None:
+        for lane in self.lanes:
+            await lane.aclose()
+
+
+async def test_an_input_required_round_is_answered_by_the_other_worker(server: Served) -> None:
+    """2026-07-28: the tool's question goes out from one worker in a sealed request state;
+    the retry with the answer reaches the other, which opens the state with the key the
+    supervisor gave both."""
+    workers = server.workers()
+
+    async def elicit(ctx: object, params: object) -> mcp_types.ElicitResult:
+        return mcp_types.ElicitResult(action="accept", content={"name": "ada"})
+
+    router = _Router()
+    async with asyncio.timeout(TEST_TIMEOUT), httpx2.AsyncClient(transport=router) as http:
+        transport = streamable_http_client(server.url, http_client=http)
+        async with Client(transport, elicitation_callback=elicit) as c:
+
+            async def pid_of(lane: int) -> int:
+                router.pin = lane
+                return int(text_of(await c.read_resource("pid://worker")))
+
+            for _ in range(BOUND):  # the second connection to the other worker
+                if await pid_of(1) != await pid_of(0):
+                    break
+                await router.lanes[1].aclose()
+                router.lanes[1] = router._lane()
+            lanes = [await pid_of(0), await pid_of(1)]
+            assert set(lanes) == workers
+            result = await c.call_tool("ask", {})
+            assert (text(result), result.is_error) == ("hello ada", False)
+            assert router.calls == [0, 1]  # asked on one worker, answered on the other
+            assert [await pid_of(0), await pid_of(1)] == lanes
+
+
 def test_stopping_the_server_stops_every_worker(tmp_path: Path) -> None:
     served = Served(tmp_path)
     try:

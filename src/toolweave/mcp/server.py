@@ -1017,7 +1017,7 @@ def mcp_http_app(
 ) -> Any:
     """An ASGI app serving `tools` over streamable HTTP at `path`, for an ASGI server of
     your own: ``app = mcp_http_app([...])`` in ``myapp.py``, then ``uvicorn myapp:app
-    --workers 4`` or ``gunicorn -k uvicorn.workers.UvicornWorker -w 4 myapp:app`` (each
+    --workers 4`` or ``gunicorn -k uvicorn_worker.UvicornWorker -w 4 myapp:app`` (each
     worker imports the module and builds its own server). ``GET /healthz`` answers ``ok``.
 
     `stateless` (the default here): no ``Mcp-Session-Id``, so any worker can answer any
