@@ -44,6 +44,7 @@ from ..service import (
     ToolExecutionFinished,
     ToolProgress,
 )
+from ..service.approvals import StandingDecision, sign_standing, verify_standing
 from ._common import (
     ChatInput,
     ProtocolRequestError,
@@ -56,6 +57,7 @@ from ._common import (
 
 __all__ = [
     "AI_SDK_HEADERS",
+    "STANDING_PART",
     "STATE_PART",
     "ai_sdk_chunks",
     "ai_sdk_request",
@@ -71,6 +73,9 @@ AI_SDK_HEADERS = {
 """The response headers of a UI message stream."""
 
 STATE_PART = "data-toolweave-state"
+STANDING_PART = "data-toolweave-standing"
+"""The data part carrying a completed turn's standing decisions, signed and bound to the
+chat id: sent back, they stand in the next turn."""
 """The data part holding the signed paused conversation."""
 
 _FINISH = {
@@ -85,8 +90,11 @@ _FINISH = {
 class _Translator:
     """Turns service events into UI message chunks, one event at a time."""
 
-    def __init__(self, key: str | bytes, message_id: str | None) -> None:
+    def __init__(
+        self, key: str | bytes, message_id: str | None, chat_id: str | None = None
+    ) -> None:
         self.key = key
+        self.chat_id = chat_id
         self.message_id = message_id or f"msg_{uuid.uuid4().hex}"
         self.step_open = False
         self.turn_open = False
@@ -274,6 +282,15 @@ class _Translator:
             out.append(
                 {"type": "data-toolweave-output", "id": "output", "data": _jsonable(result.output)}
             )
+        standing = result.standing_decisions
+        if (
+            self.chat_id is not None
+            and result.status is ChatStatus.COMPLETED  # a pause's state carries them
+            and standing
+            and not any(s.in_process for s in standing)
+        ):
+            signed = sign_standing(standing, key=self.key, memory_id=self.chat_id)
+            out.append({"type": STANDING_PART, "id": "standing", "data": {"standing": signed}})
         if self.step_open:
             out.append({"type": "finish-step"})
             self.step_open = False
@@ -310,7 +327,11 @@ async def ai_sdk_chunks(
     `key` signs the paused conversation the stream carries when calls wait for approval;
     `chat_input` is the request the stream answers (a resume continues its message and
     reports the denied calls). An exception from `events` becomes an `error` chunk."""
-    translator = _Translator(key, chat_input.message_id if chat_input else None)
+    translator = _Translator(
+        key,
+        chat_input.message_id if chat_input else None,
+        chat_input.chat_id if chat_input else None,
+    )
     for chunk in translator.start(chat_input):
         yield chunk
     try:
@@ -344,6 +365,7 @@ def ai_sdk_request(body: Any, *, key: str | bytes) -> ChatInput:
     messages: list[Any] = body["messages"]
     if not all(isinstance(m, Mapping) for m in messages):
         raise ProtocolRequestError("each message must be an object")
+    chat_id = body.get("id") if isinstance(body.get("id"), str) and body.get("id") else None
     last = messages[-1] if messages else None
     if last is not None and last.get("role") == "assistant":
         state_text = next(
@@ -359,8 +381,40 @@ def ai_sdk_request(body: Any, *, key: str | bytes) -> ChatInput:
         if state_text is not None:
             state = unsign(state_text, key)
             decisions = _decisions(last, state)
-            return ChatInput(conversation=state, decisions=decisions, message_id=last.get("id"))
-    return ChatInput(conversation=[m for msg in messages for m in _to_messages(msg)])
+            return ChatInput(
+                conversation=state,
+                decisions=decisions,
+                message_id=last.get("id"),
+                chat_id=chat_id,
+            )
+    return ChatInput(
+        conversation=[m for msg in messages for m in _to_messages(msg)],
+        chat_id=chat_id,
+        standing=_standing(messages, chat_id, key),
+    )
+
+
+def _standing(
+    messages: list[Any], chat_id: str | None, key: str | bytes
+) -> tuple[StandingDecision, ...]:
+    """The standing decisions of the latest turn that sent some (verified, bound to
+    `chat_id`; none without a chat id)."""
+    for message in reversed(messages):
+        if message.get("role") != "assistant":
+            continue
+        for part in reversed(message.get("parts") or []):
+            if (
+                isinstance(part, Mapping)
+                and part.get("type") == STANDING_PART
+                and isinstance(part.get("data"), Mapping)
+            ):
+                text = part["data"].get("standing")
+                if chat_id is None:
+                    return ()
+                if not isinstance(text, str):
+                    raise ProtocolRequestError("the standing decisions must be a string")
+                return verify_standing(text, key=key, memory_id=chat_id)
+    return ()
 
 
 def _tool_name(part: Mapping[str, Any]) -> str | None:
@@ -388,7 +442,9 @@ def _decisions(message: Mapping[str, Any], state: Any) -> dict[str, Decision]:
             if approval.get("approved") is True:
                 edited = part.get("input")
                 changed = isinstance(edited, dict) and edited != call.arguments_as_dict()
-                decisions[call.id] = Approve(edited if changed else None)
+                # "Always allow": a standing approval (never one that edits the arguments)
+                always = approval.get("always") is True and not changed
+                decisions[call.id] = Approve(edited if changed else None, always=always)
             else:
                 reason = approval.get("reason")
                 decisions[call.id] = Deny(reason) if isinstance(reason, str) and reason else Deny()

@@ -124,6 +124,7 @@ def create_app(
             parameters,
             prepare(chat_input),
             decisions=chat_input.decisions or None,
+            standing_decisions=chat_input.standing or None,
             output_type=output_type,
             eager=eager,
         )

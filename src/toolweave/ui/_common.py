@@ -10,6 +10,7 @@ from ..chat import ChatMessage
 from ..execution import ToolExecutionRequest, ToolExecutionResult
 from ..execution.content import AudioContent, FileContent, ImageContent, TextContent
 from ..service import ConversationState, Decision, DeferredResult, Deny
+from ..service.approvals import StandingDecision
 
 __all__ = ["ChatInput", "ProtocolRequestError"]
 
@@ -24,11 +25,15 @@ class ChatInput:
 
     `conversation` is the history (a fresh turn) or the paused `ConversationState` the
     request resumes, with a decision per call id in `decisions`. `message_id` is the
-    assistant message a resumed AI SDK stream continues."""
+    assistant message a resumed AI SDK stream continues. `chat_id` is the client's
+    conversation id (AI SDK `id`), which the signed `standing` decisions of a fresh turn
+    (an earlier turn's "always" answers) are bound to."""
 
     conversation: list[ChatMessage] | ConversationState
     decisions: dict[str, Decision] = field(default_factory=dict)
     message_id: str | None = None
+    chat_id: str | None = None
+    standing: tuple[StandingDecision, ...] = ()
 
     @property
     def resuming(self) -> bool:

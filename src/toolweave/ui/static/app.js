@@ -4,6 +4,8 @@
 "use strict";
 
 const state = { messages: [], busy: false, always: new Set() };
+// the conversation's id: the "Always allow" answers the server signs are bound to it
+const chatId = `web-${crypto.randomUUID ? crypto.randomUUID() : Date.now() + "-" + Math.random()}`;
 const $ = (id) => document.getElementById(id);
 
 function el(tag, attrs = {}, ...children) {
@@ -75,7 +77,7 @@ async function stream(message) {
     const response = await fetch("/api/chat", {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ id: "web", messages: state.messages.filter((m) => m !== message || m.parts.length), trigger: "submit-message" }),
+      body: JSON.stringify({ id: chatId, messages: state.messages.filter((m) => m !== message || m.parts.length), trigger: "submit-message" }),
     });
     if (!response.ok) throw new Error(`${response.status}: ${await response.text()}`);
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
@@ -119,7 +121,7 @@ function waiting(message) {
 
 async function answer(message, part, approved, extra = {}) {
   part.state = "approval-responded";
-  part.approval = { ...part.approval, approved, ...extra.reason ? { reason: extra.reason } : {} };
+  part.approval = { ...part.approval, approved, ...extra.reason ? { reason: extra.reason } : {}, ...extra.always ? { always: true } : {} };
   if (extra.input !== undefined) part.input = extra.input;
   render();
   if (waiting(message).length === 0) await stream(message);
@@ -175,7 +177,7 @@ function toolCard(message, part) {
       } }),
       el("button", { "data-testid": "edit", text: "Edit", onclick: () => { editor.hidden = !editor.hidden; } }),
       el("button", { class: "danger", "data-testid": "deny", text: "Deny", onclick: () => answer(message, part, false, { reason: reason.value }) }),
-      el("button", { "data-testid": "always", text: `Always allow ${name}`, onclick: () => { state.always.add(name); answer(message, part, true); } })),
+      el("button", { "data-testid": "always", text: `Always allow ${name}`, onclick: () => { state.always.add(name); answer(message, part, true, { always: true }); } })),
     editor, reason);
   }
   return card;
