@@ -96,14 +96,20 @@ def current_tool_channel() -> ToolChannel | None:
     return _CHANNEL.get()
 
 
-@contextlib.contextmanager
-def use_tool_channel(channel: ToolChannel | None) -> Iterator[None]:
+class use_tool_channel:  # used as a function: `with use_tool_channel(c):`
     """Make `channel` the one tools called inside this block report to."""
-    token = _CHANNEL.set(channel)
-    try:
-        yield
-    finally:
-        _CHANNEL.reset(token)
+
+    # a class, not a @contextmanager generator: entered once per tool call of the loop
+    __slots__ = ("_channel", "_token")
+
+    def __init__(self, channel: ToolChannel | None) -> None:
+        self._channel = channel
+
+    def __enter__(self) -> None:
+        self._token = _CHANNEL.set(self._channel)
+
+    def __exit__(self, *exc: object) -> None:
+        _CHANNEL.reset(self._token)
 
 
 _APPROVAL: contextvars.ContextVar[tuple[str | None, Any] | None] = contextvars.ContextVar(

@@ -98,11 +98,15 @@ def span(name: str, attributes: dict[str, Any], *, client: bool = False) -> Iter
             raise
 
 
+_NO_SPAN = contextlib.nullcontext()
+"""Stateless, so one serves every block (`current(None)` is entered once per tool call)."""
+
+
 def current(s: Any | None) -> contextlib.AbstractContextManager[Any]:
     """Make span `s` the current one for a block (nothing when `s` is None); it is not
     ended on exit."""
     if s is None:
-        return contextlib.nullcontext()
+        return _NO_SPAN
     return _trace.use_span(  # type: ignore[no-any-return]
         s, end_on_exit=False, record_exception=False, set_status_on_exception=False
     )

@@ -78,6 +78,7 @@ class LocalFunction(Tool):
         self._is_async = inspect.iscoroutinefunction(
             func.func if isinstance(func, functools.partial) else func
         )
+        self._is_async_generator = inspect.isasyncgenfunction(func)
         functools.update_wrapper(self, func, updated=())  # type: ignore[arg-type]
 
     @property
@@ -200,7 +201,7 @@ class LocalFunction(Tool):
     @property
     def is_async(self) -> bool:
         """Whether the function is a coroutine function (or an async generator function)."""
-        return self._is_async or inspect.isasyncgenfunction(self.func)
+        return self._is_async or self._is_async_generator
 
     def _not_supported(self, what: str) -> ToolNotSupportedError:
         if what == "invoke" and self._is_generator:
