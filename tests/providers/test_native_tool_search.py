@@ -20,7 +20,8 @@ from toolweave.chat import (
     ToolExecutionResultMessage,
     UserMessage,
 )
-from toolweave.errors import UnsupportedOptionError
+from toolweave.chat.response import PAUSED_TURN
+from toolweave.errors import ToolLoopLimitError, UnsupportedOptionError
 from toolweave.execution import ToolExecutionRequest
 from toolweave.providers import (
     AnthropicChatModel,
@@ -421,3 +422,43 @@ def test_a_searchable_sets_own_search_tool_is_not_deferred(server: ProviderServe
             ("find_news", None),
             (None, None),
         ]
+
+
+@pytest.mark.parametrize("face", FACES)
+def test_anthropic_paused_search_turn_is_sent_back_to_continue(
+    server: ProviderServer, face: str
+) -> None:
+    """A response that stops with `pause_turn` (its search done, the turn not) is no final
+    answer: the loop sends it back as it is, Claude continues the same turn with the call,
+    and the paused turn and its continuation go out as one assistant turn afterwards."""
+    from anthropic.types import Message
+
+    transcript = load_transcript("anthropic/tool_search_pause_turn")
+    for exchange in transcript["exchanges"]:
+        Message.model_validate(exchange["response"]["json"])
+    stream = face.endswith("stream")
+    _enqueue(server, transcript, stream, _anthropic_sse)
+    service = ToolService(tool_search="native").tools(get_weather, get_time, get_news)
+    with AnthropicChatModel(
+        "claude-sonnet-4-5", api_key=SECRET, base_url=server.url, tool_search="regex"
+    ) as model:
+        result = _run(service, model, face)
+    bodies = server.bodies
+    for body in bodies:
+        check_anthropic_request(body)
+    assert bodies == _expected(transcript, stream)
+    assert [e.request.name for e in result.tool_executions] == ["get_weather"]
+    assert result.text == "杭州今天晴，22℃。"
+    paused = result.intermediate_responses[0]
+    assert paused.metadata[PAUSED_TURN] is True
+    assert not paused.ai_message.tool_execution_requests
+
+
+def test_a_provider_pausing_forever_hits_the_round_limit(server: ProviderServer) -> None:
+    paused = load_transcript("anthropic/tool_search_pause_turn")["exchanges"][0]["response"]
+    server.enqueue(paused, paused, paused)
+    service = ToolService(tool_search="native", max_tool_calling_round_trips=2).tools(get_weather)
+    model = AnthropicChatModel("claude-sonnet-4-5", api_key=SECRET, base_url=server.url)
+    with model, pytest.raises(ToolLoopLimitError, match="paused its turn"):
+        service.chat(model, None, QUESTION)
+    assert len(server.bodies) == 3

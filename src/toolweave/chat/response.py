@@ -9,7 +9,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .messages import AiMessage
 
-__all__ = ["ChatResponse", "FinishReason", "TokenUsage"]
+__all__ = ["PAUSED_TURN", "ChatResponse", "FinishReason", "TokenUsage"]
+
+PAUSED_TURN = "paused_turn"
+"""The `ChatResponse.metadata` key set (True) when the provider paused its own server-side
+turn (Anthropic's `pause_turn`, e.g. a long tool search): the loop sends the conversation
+back as it is, and the model goes on with the same turn."""
 
 
 class FinishReason(StrEnum):

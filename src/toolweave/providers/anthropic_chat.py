@@ -18,7 +18,7 @@ from ..chat.events import (
 )
 from ..chat.messages import AiMessage, SystemMessage, ToolExecutionResultMessage, UserMessage
 from ..chat.request import ChatRequest, ChatRequestParameters, ToolChoice
-from ..chat.response import ChatResponse, FinishReason, TokenUsage
+from ..chat.response import PAUSED_TURN, ChatResponse, FinishReason, TokenUsage
 from ..dialects import anthropic_tools, to_anthropic_strict
 from ..errors import SchemaError, UnsupportedOptionError
 from ..execution.requests import ToolExecutionRequest
@@ -330,6 +330,8 @@ class AnthropicStreamParser:
             metadata["stop_reason"] = self._stop_reason
         if self._stop_sequence:
             metadata["stop_sequence"] = self._stop_sequence
+        if self._stop_reason == "pause_turn":
+            metadata[PAUSED_TURN] = True
         response = ChatResponse(
             message,
             finish_reason=_answer_finish(self._stop_reason, self._answered, bool(requests)),
@@ -547,7 +549,9 @@ class AnthropicChatModel(HttpChatModel):
                 continue
             if isinstance(message, AiMessage):
                 content = self._assistant_blocks(message)
-                if content:
+                if content and out and out[-1]["role"] == "assistant":
+                    out[-1]["content"].extend(content)  # a paused turn and its continuation
+                elif content:
                     out.append({"role": "assistant", "content": content})
                 continue
             if isinstance(message, ToolExecutionResultMessage):
@@ -663,6 +667,8 @@ class AnthropicChatModel(HttpChatModel):
         for key in ("usage", "stop_reason", "stop_sequence"):
             if data.get(key) is not None:
                 metadata[key] = data[key]
+        if data.get("stop_reason") == "pause_turn":
+            metadata[PAUSED_TURN] = True
         return ChatResponse(
             message,
             finish_reason=_answer_finish(data.get("stop_reason"), bool(answers), bool(requests)),
