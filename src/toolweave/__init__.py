@@ -102,7 +102,7 @@ if TYPE_CHECKING:  # the names below are imported on first use (see __getattr__)
         ToolExecutionStarted,
         ToolService,
     )
-    from .service.approvals import StandingDecision
+    from .service.approvals import InvalidStandingDecisionsError, StandingDecision
     from .service.guardrails import detect_prompt_injection, prompt_injection_check, redact_secrets
     from .service.output_limits import (
         ClearToolResults,
@@ -184,6 +184,7 @@ _EXPORTS: dict[str, str] = {
     "Injected": "schema",
     "InputGuardrail": "tools.guardrails",
     "InvalidHistoryError": "policies",
+    "InvalidStandingDecisionsError": "service.approvals",
     "KeywordToolSearch": "service",
     "NativeToolSearch": "service",
     "LocalFunction": "tools",
@@ -335,6 +336,7 @@ __all__ = [
     "Injected",
     "InputGuardrail",
     "InvalidHistoryError",
+    "InvalidStandingDecisionsError",
     "KeywordToolSearch",
     "LocalFunction",
     "McpError",

@@ -16,6 +16,7 @@ from toolweave import (
     Approve,
     ChatStatus,
     Deny,
+    InvalidStandingDecisionsError,
     ScriptedChatModel,
     StandingDecision,
     ToolChatResult,
@@ -25,7 +26,6 @@ from toolweave import (
     tool,
 )
 from toolweave.service import InvalidConversationStateError
-from toolweave.service.approvals import InvalidStandingDecisionsError
 
 from ..service.helpers import MODES, ai_calls, call, run
 

@@ -12,6 +12,7 @@ from .approvals import (
     DeferredResult,
     Deny,
     InvalidConversationStateError,
+    InvalidStandingDecisionsError,
     PendingCall,
 )
 from .handlers import (
@@ -55,6 +56,7 @@ __all__ = [
     "HallucinatedToolStrategy",
     "HallucinatedToolStrategyFunction",
     "InvalidConversationStateError",
+    "InvalidStandingDecisionsError",
     "KeywordToolSearch",
     "NativeToolSearch",
     "NestedEvent",

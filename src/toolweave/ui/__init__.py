@@ -12,13 +12,21 @@ except ImportError as e:  # pragma: no cover - depends on the environment
     ) from e
 
 from ._ag_ui import STATE_KEY, ag_ui_events, ag_ui_request
-from ._ai_sdk import AI_SDK_HEADERS, STATE_PART, ai_sdk_chunks, ai_sdk_request, ai_sdk_sse
+from ._ai_sdk import (
+    AI_SDK_HEADERS,
+    STANDING_PART,
+    STATE_PART,
+    ai_sdk_chunks,
+    ai_sdk_request,
+    ai_sdk_sse,
+)
 from ._app import call_tool, create_app, tool_listing
 from ._common import ChatInput, ProtocolRequestError
 from ._guard import LocalGuard
 
 __all__ = [
     "AI_SDK_HEADERS",
+    "STANDING_PART",
     "STATE_KEY",
     "STATE_PART",
     "ChatInput",
