@@ -26,8 +26,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_support import SERVERS, TEST_TIMEOUT, free_port, wait_for_port
 
-from toolweave.mcp import McpClient, McpServerConfig
-from toolweave.mcp.middleware import RATE_LIMITED
+from toolweave import tool
+from toolweave.mcp import McpClient, McpServerConfig, build_mcp_server
+from toolweave.mcp.middleware import RATE_LIMITED, CachingMiddleware
 from toolweave.mcp.store import MemoryStore, SqliteStore
 
 pytestmark = pytest.mark.skipif(
@@ -84,12 +85,16 @@ def _cmdline(pid: int) -> str:
 class Served:
     """`toolweave mcp serve ... --workers N` on a free port."""
 
-    def __init__(self, tmp: Path, *extra: str, workers: int = 2) -> None:
+    def __init__(
+        self, tmp: Path, *extra: str, workers: int = 2, argv: list[str] | None = None
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.log = tmp / f"serve-{self.port}.log"
-        argv = [sys.executable, "-m", "toolweave", "mcp", "serve", TOOLS, "--transport"]
-        argv += ["http", "--port", str(self.port), "--workers", str(workers), *extra]
+        if argv is None:
+            argv = [sys.executable, "-m", "toolweave", "mcp", "serve", TOOLS, "--transport"]
+            argv += ["http", "--workers", str(workers), *extra, "--port"]
+        argv = [*argv, str(self.port)]
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(
                 argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
@@ -344,3 +349,75 @@ async def test_stores_count_and_expire(tmp_path: Path) -> None:
             None,
             None,
         )
+
+
+async def test_two_servers_share_cached_results_through_the_store(tmp_path: Path) -> None:
+    """Two servers (as two workers) with caches over one SQLite file: a result computed by
+    one answers the same call on the other."""
+    runs: list[str] = []
+
+    @tool(idempotent=True)
+    def slow_square(n: int) -> int:
+        """n squared."""
+        runs.append(f"square {n}")
+        return n * n
+
+    store = SqliteStore(tmp_path / "cache.db")
+    caches = [CachingMiddleware(ttl=3600, shared=True, store=store) for _ in range(2)]
+    servers = [build_mcp_server([slow_square], middleware=[cache]) for cache in caches]
+    async with asyncio.timeout(TEST_TIMEOUT):
+        answers = []
+        for server in [*servers, servers[0]]:
+            async with Client(server) as c:
+                answers.append(text(await c.call_tool("slow_square", {"n": 7})))
+        async with Client(servers[1]) as c:
+            answers.append(text(await c.call_tool("slow_square", {"n": 8})))
+    assert answers == ["49", "49", "49", "64"]
+    assert runs == ["square 7", "square 8"]
+    assert [(c.hits, c.misses) for c in caches] == [(1, 1), (1, 1)]
+
+
+def test_workers_are_for_http(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "toolweave", "mcp", "serve", TOOLS, "--workers", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0
+    assert "--transport http" in done.stderr
+
+
+def test_serve_mcp_workers_serves_an_app_of_mcp_http_app(tmp_path: Path) -> None:
+    """The Python API: ``serve_mcp_workers("mcp_worker_app:app", workers=2)``."""
+    served = Served(tmp_path, argv=[sys.executable, str(SERVERS / "mcp_worker_app.py")])
+    try:
+        served.wait_ready()
+        workers = served.workers()
+        cfg = McpServerConfig(server_name="w", params={"url": served.url}, protocol="newest")
+
+        async def calls() -> set[int]:
+            async with McpClient(cfg) as c:
+                (tool,) = await c.list_tools()
+                return {int(await tool.ainvoke({})) for _ in range(3)}
+
+        async def until_both() -> set[int]:
+            seen: set[int] = set()
+            async with asyncio.timeout(TEST_TIMEOUT):
+                for _ in range(BOUND):
+                    for found in await asyncio.gather(*(calls() for _ in range(4))):
+                        seen |= found
+                    if seen == workers:
+                        break
+            return seen
+
+        assert asyncio.run(until_both()) == workers
+        everything = descendants(served.proc.pid)
+        served.proc.send_signal(signal.SIGTERM)
+        assert served.proc.wait(60) == 0
+        deadline = time.monotonic() + 30
+        while any(running(p) for p in everything) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not [p for p in everything if running(p)]
+    finally:
+        served.stop()

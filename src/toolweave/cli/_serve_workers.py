@@ -14,19 +14,22 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import secrets
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from ._load import CliError, load_object, load_tools, loaded_module
 
-__all__ = ["OPTIONS_ENV", "STATE_KEYS_ENV", "ServeOptions", "Served", "serve_workers", "worker_app"]
+__all__ = [
+    "OPTIONS_ENV",
+    "ServeOptions",
+    "Served",
+    "load_served",
+    "serve_workers",
+    "worker_app",
+]
 
 OPTIONS_ENV = "TOOLWEAVE_MCP_SERVE_OPTIONS"
-STATE_KEYS_ENV = "TOOLWEAVE_MCP_STATE_KEYS"
-"""The 2026-07-28 request-state keys (comma-separated, the first sealing), read by the
-server's request-state boundary in every process."""
 
 
 @dataclasses.dataclass
@@ -156,23 +159,20 @@ def serve_workers(options: ServeOptions, workers: int, *, log_level: str = "warn
     if options.transport != "http":
         raise CliError("--workers needs --transport http (stdio and SSE are one connection)")
     load_served(options)  # fail here, once, not in every worker
-    import uvicorn
+    from ..mcp.server import serve_mcp_workers
 
     with tempfile.TemporaryDirectory(prefix="toolweave-serve-") as scratch:
         if options.store is None and (options.rate_limit or options.cache_ttl is not None):
             # the workers' counters and cache must be shared: a store for this run
             options = dataclasses.replace(options, store=f"sqlite:{Path(scratch) / 'store.db'}")
         os.environ[OPTIONS_ENV] = json.dumps(dataclasses.asdict(options))
-        if not os.environ.get(STATE_KEYS_ENV):
-            # one key for all the workers of this run (a restart makes a new one: pending
-            # 2026-07-28 rounds then start over; set the variable to keep them)
-            os.environ[STATE_KEYS_ENV] = secrets.token_urlsafe(32)
-        uvicorn.run(
+        # without $TOOLWEAVE_MCP_STATE_KEYS, one key for all the workers of this run (a
+        # restart makes a new one: pending 2026-07-28 rounds then start over)
+        serve_mcp_workers(
             "toolweave.cli._serve_workers:worker_app",
             factory=True,
+            workers=workers,
             host=options.host,
             port=options.port,
-            workers=workers,
             log_level=log_level,
-            lifespan="on",
         )

@@ -29,7 +29,14 @@ from .config import (
 )
 from .features import McpCompletion, McpPrompt, McpResource, completion, prompt, resource
 from .hooks import SamplingDeclined
-from .server import McpTransport, build_mcp_server, mcp_http_app, serve_mcp, serve_mcp_async
+from .server import (
+    McpTransport,
+    build_mcp_server,
+    mcp_http_app,
+    serve_mcp,
+    serve_mcp_async,
+    serve_mcp_workers,
+)
 from .tool import McpTool, McpToolCard, mcp_result_to_value
 
 __all__ = [
@@ -66,4 +73,5 @@ __all__ = [
     "sanitize_tool_name",
     "serve_mcp",
     "serve_mcp_async",
+    "serve_mcp_workers",
 ]

@@ -23,6 +23,7 @@ import dataclasses
 import json
 import logging
 import math
+import os
 import typing
 import warnings
 from collections.abc import Iterable, Mapping
@@ -1049,6 +1050,46 @@ def mcp_http_app(
             transport="streamable-http",
         )
     return _Health(app)
+
+
+STATE_KEYS_ENV = "TOOLWEAVE_MCP_STATE_KEYS"
+"""The 2026-07-28 request-state keys (comma-separated secrets, the first one sealing);
+every worker of one deployment must have the same."""
+
+
+def serve_mcp_workers(
+    app: str,
+    *,
+    workers: int,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    factory: bool = False,
+    log_level: str = "warning",
+) -> None:
+    """Serve the ASGI app `app` names (``"myapp:app"``, built with `mcp_http_app`; with
+    `factory`, a function returning it) with `workers` processes under uvicorn's
+    supervisor, blocking until SIGINT or SIGTERM, which stop every worker. Each worker
+    imports `app` itself. Without ``TOOLWEAVE_MCP_STATE_KEYS`` in the environment, one key
+    is made for this run and given to all the workers (set it to share it across runs or
+    hosts)."""
+    if workers < 1:
+        raise ValueError("workers must be at least 1")
+    import secrets
+
+    import uvicorn
+
+    if not os.environ.get(STATE_KEYS_ENV):
+        # one key for every worker of this run (the workers inherit the environment)
+        os.environ[STATE_KEYS_ENV] = secrets.token_urlsafe(32)
+    uvicorn.run(
+        app,
+        factory=factory,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level=log_level,
+        lifespan="on",
+    )
 
 
 def _sse_app(server: Server[Any], sse_path: str, host: str, max_message_bytes: int) -> Any:
