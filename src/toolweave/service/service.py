@@ -45,6 +45,7 @@ from collections.abc import (
     AsyncIterator,
     Awaitable,
     Coroutine,
+    Generator,
     Iterator,
     Mapping,
     Sequence,
@@ -438,6 +439,22 @@ class _UniqueIds:
         self._seen.add(unique)
         logger.warning("the model sent tool call id %r more than once; renamed %r", call.id, unique)
         return call.model_copy(update={"id": unique})
+
+
+def _request(messages: tuple[ChatMessage, ...], parameters: ChatRequestParameters) -> ChatRequest:
+    """`ChatRequest.model_construct(messages=messages, parameters=parameters)` (trusted
+    values, once per round) without its generic per-field loop: what it builds for a model
+    of two fields, both given, no private attributes, no extra."""
+    request = _new(ChatRequest)
+    _setattr(request, "__dict__", {"messages": messages, "parameters": parameters})
+    _setattr(request, "__pydantic_fields_set__", {"messages", "parameters"})
+    _setattr(request, "__pydantic_extra__", None)
+    _setattr(request, "__pydantic_private__", None)
+    return request
+
+
+_new = object.__new__
+_setattr = object.__setattr__
 
 
 def _unique_call_ids(response: ChatResponse) -> ChatResponse:
@@ -1111,6 +1128,12 @@ class ToolService:
         if cb.count and cb.has(event):
             await cb.trigger(event, **kwargs)
 
+    def _fires(self, event: str) -> bool:
+        """Whether `event` has a callback (the loop's own events check first: no coroutine,
+        no arguments built, when none does)."""
+        cb = self._callbacks if self._callbacks is not None else callback_framework
+        return bool(cb.count) and cb.has(event)
+
     async def _loop(
         self, model: ChatModel, run: _Run, *, streaming: bool, eager: bool
     ) -> AsyncGenerator[ServiceEvent, None]:
@@ -1181,8 +1204,9 @@ class ToolService:
                 sent = tuple(run.messages)
                 if run.offering is not None and run.offering.instructions:
                     sent = with_instructions(sent, run.offering.instructions)
-                request = ChatRequest.model_construct(messages=sent, parameters=sending)
-                await self._fire(E.MODEL_REQUEST, request=request, memory_id=run.memory_id)
+                request = _request(sent, sending)
+                if self._fires(E.MODEL_REQUEST):
+                    await self._fire(E.MODEL_REQUEST, request=request, memory_id=run.memory_id)
                 run.gates.clear()  # a new turn's calls are gated afresh, whatever their ids
                 run.refused.clear()  # and judged afresh by rules and standing decisions
                 run.explicit.clear()
@@ -1208,9 +1232,14 @@ class ToolService:
                     assert turn.response is not None  # _stream_turn raises otherwise
                     response = turn.response
                 else:
-                    response = await self._traced_call(model, request, run)
+                    response = await (  # untraced: no coroutine of its own around the call
+                        self._hooked_call(model, request, run)
+                        if run.span is None
+                        else self._traced_call(model, request, run)
+                    )
                 response = _unique_call_ids(response)
-                await self._fire(E.MODEL_RESPONSE, response=response, memory_id=run.memory_id)
+                if self._fires(E.MODEL_RESPONSE):
+                    await self._fire(E.MODEL_RESPONSE, response=response, memory_id=run.memory_id)
                 if response.usage is not None:
                     run.usage = response.usage + run.usage if run.usage else response.usage
                 ai = response.ai_message
@@ -1243,9 +1272,10 @@ class ToolService:
                     )
                 rounds += 1
                 run.intermediate.append(response)
-                await self._fire(
-                    E.ROUND_STARTED, round=rounds, requests=calls, memory_id=run.memory_id
-                )
+                if self._fires(E.ROUND_STARTED):
+                    await self._fire(
+                        E.ROUND_STARTED, round=rounds, requests=calls, memory_id=run.memory_id
+                    )
                 gated = await self._gated(calls, run)
                 runnable = [c for c in calls if run.gates.get(c.id) is None] if gated else calls
                 if run.policy is not None and runnable:
@@ -1265,15 +1295,16 @@ class ToolService:
                 self._record(run, runnable, outcomes)
                 gated = self._with_raised(calls, gated, outcomes)
                 pending = []
-                await self._fire(
-                    E.ROUND_FINISHED,
-                    round=rounds,
-                    executions=[o.execution for o in outcomes],
-                    memory_id=run.memory_id,
-                )
-                abort = next((o.abort for o in outcomes if o.abort is not None), None)
-                if abort is not None:
-                    raise abort
+                if self._fires(E.ROUND_FINISHED):
+                    await self._fire(
+                        E.ROUND_FINISHED,
+                        round=rounds,
+                        executions=[o.execution for o in outcomes],
+                        memory_id=run.memory_id,
+                    )
+                for o in outcomes:
+                    if o.abort is not None:
+                        raise o.abort
                 if gated:
                     decisions = await self._decide_or_wait(run, gated)
                     if decisions is None:
@@ -1478,17 +1509,19 @@ class ToolService:
         for call, outcome in zip(calls, outcomes, strict=True):
             if outcome.paused is not None:
                 continue  # it waits: its result comes when it runs again
+            result = outcome.execution.result
             run.executions.append(outcome.execution)
-            message = ToolExecutionResultMessage.from_result(call, outcome.execution.result)
-            run.messages.append(message)
-            spent = subconversation_spent(outcome.execution.result)
+            run.messages.append(ToolExecutionResultMessage.from_result(call, result))
+            if not result.attributes:
+                continue  # most results: neither a sub-conversation's nor a search's
+            spent = subconversation_spent(result)
             if spent is not None:  # a conversation run as a tool: what it used counts here
                 if spent.usage is not None:
                     run.usage = spent.usage + run.usage
                 if run.policy is not None:
                     run.policy.usage.requests += spent.requests
                     run.policy.usage.tool_calls += spent.tool_calls
-            found = outcome.execution.result.attributes.get(FOUND_TOOLS_ATTRIBUTE)
+            found = result.attributes.get(FOUND_TOOLS_ATTRIBUTE)
             if found:
                 for name in found:
                     if name not in run.found:
@@ -1995,7 +2028,7 @@ class ToolService:
             queue.put_nowait(ToolExecutionFinished(execution))
         return _Outcome(execution, abort)
 
-    def _guards(self, call: ToolExecutionRequest, run: _Run) -> _Holding:
+    def _guards(self, call: ToolExecutionRequest, run: _Run) -> _Holding | _NothingHeld:
         """What a call must hold while it runs: its object's lock, its tool's limit and the
         service's limit (each only when there is one)."""
         entry = self._entry(call.name, run)
@@ -2008,7 +2041,7 @@ class ToolService:
                 guards.append(entry.limit)
         if self._limit is not None:
             guards.append(self._limit)
-        return _Holding(guards)
+        return _Holding(guards) if guards else _NOTHING_HELD
 
     def _instance_lock(self, entry: _Entry, run: _Run) -> asyncio.Lock | None:
         """The conversation's lock for the object `entry`'s tool is a method of, if any:
@@ -2479,6 +2512,32 @@ class _Holding:
     async def __aexit__(self, *exc: object) -> None:
         for guard in reversed(self.guards):
             guard.release()
+
+
+class _NothingHeld:
+    """`async with` for a call with no guards (the common case): no coroutine to enter or
+    leave it."""
+
+    __slots__ = ()
+
+    def __aenter__(self) -> _Ready:
+        return _READY
+
+    def __aexit__(self, *exc: object) -> _Ready:
+        return _READY
+
+
+class _Ready:
+    """An awaitable that is already done (None), without a coroutine."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return iter(())  # type: ignore[return-value]
+
+
+_READY = _Ready()
+_NOTHING_HELD = _NothingHeld()
 
 
 def _is_plain_sync(executor: Any) -> bool:
