@@ -21,7 +21,7 @@ async def test_timed_out_sync_calls_do_not_starve_later_calls(
     release = threading.Event()
     entered = threading.Semaphore(0)
 
-    @tool(timeout=0.2)
+    @tool(timeout=1.0)  # long enough for every thread to start on a loaded machine
     def stuck(i: int) -> int:
         """Blocks until released, ignoring its timeout."""
         entered.release()
@@ -52,7 +52,7 @@ async def test_timed_out_sync_calls_do_not_starve_later_calls(
         assert any("abandoned" in r.getMessage() for r in caplog.records)
     finally:
         release.set()
-    for _ in range(200):  # abandoned threads leave when their call returns
+    for _ in range(600):  # abandoned threads leave when their call returns
         if threads.abandoned_threads() == 0:
             break
         await asyncio.sleep(0.05)
