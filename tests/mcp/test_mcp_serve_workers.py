@@ -421,3 +421,23 @@ def test_serve_mcp_workers_serves_an_app_of_mcp_http_app(tmp_path: Path) -> None
         assert not [p for p in everything if running(p)]
     finally:
         served.stop()
+
+
+def test_workers_of_a_killed_supervisor_stop_themselves(tmp_path: Path) -> None:
+    """SIGKILL gives uvicorn's supervisor no chance to stop its workers: each stops itself
+    when its parent is gone (Linux's parent-death signal), so the port is free again."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the parent-death signal is Linux's")
+    served = Served(tmp_path)
+    try:
+        served.wait_ready()
+        workers = served.workers()
+        assert len(workers) == 2
+        served.proc.kill()
+        served.proc.wait(30)
+        deadline = time.monotonic() + 30
+        while any(running(p) for p in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not [p for p in workers if running(p)]
+    finally:
+        served.stop()

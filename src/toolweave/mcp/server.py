@@ -1052,6 +1052,36 @@ def mcp_http_app(
     return _Health(app)
 
 
+_WORKER_ENV = "TOOLWEAVE_MCP_WORKER"
+"""What a worker of `serve_mcp_workers` serves: the app's import string, whether it is a
+factory, and the supervisor's pid (JSON)."""
+
+
+def _worker_app() -> Any:
+    """The ASGI app of one `serve_mcp_workers` worker, which dies with its supervisor."""
+    from uvicorn.importer import import_from_string
+
+    spec = json.loads(os.environ[_WORKER_ENV])
+    _die_with(int(spec["parent"]))
+    app = import_from_string(spec["app"])
+    return app() if spec["factory"] else app
+
+
+def _die_with(parent: int) -> None:
+    """Have SIGTERM sent to this process when `parent` ends (Linux), so a supervisor
+    killed outright leaves no worker serving the port."""
+    import signal
+    import sys
+
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # it ended before the line above
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 STATE_KEYS_ENV = "TOOLWEAVE_MCP_STATE_KEYS"
 """The 2026-07-28 request-state keys (comma-separated secrets, the first one sealing);
 every worker of one deployment must have the same."""
@@ -1071,7 +1101,8 @@ def serve_mcp_workers(
     supervisor, blocking until SIGINT or SIGTERM, which stop every worker. Each worker
     imports `app` itself. Without ``TOOLWEAVE_MCP_STATE_KEYS`` in the environment, one key
     is made for this run and given to all the workers (set it to share it across runs or
-    hosts)."""
+    hosts). A worker whose supervisor is gone (even killed with SIGKILL) stops itself
+    (on Linux)."""
     if workers < 1:
         raise ValueError("workers must be at least 1")
     import secrets
@@ -1081,9 +1112,10 @@ def serve_mcp_workers(
     if not os.environ.get(STATE_KEYS_ENV):
         # one key for every worker of this run (the workers inherit the environment)
         os.environ[STATE_KEYS_ENV] = secrets.token_urlsafe(32)
+    os.environ[_WORKER_ENV] = json.dumps({"app": app, "factory": factory, "parent": os.getpid()})
     uvicorn.run(
-        app,
-        factory=factory,
+        "toolweave.mcp.server:_worker_app",
+        factory=True,
         host=host,
         port=port,
         workers=workers,
