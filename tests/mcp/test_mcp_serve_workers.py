@@ -441,3 +441,25 @@ def test_workers_of_a_killed_supervisor_stop_themselves(tmp_path: Path) -> None:
         assert not [p for p in workers if running(p)]
     finally:
         served.stop()
+
+
+async def test_one_stateless_process_issues_no_session(tmp_path: Path) -> None:
+    """``--stateless`` without ``--workers``: the same stateless server in one process."""
+    argv = [sys.executable, "-m", "toolweave", "mcp", "serve", TOOLS, "--transport", "http"]
+    served = Served(tmp_path, argv=[*argv, "--stateless", "--port"])
+    session_ids: list[str] = []
+
+    async def seen(response: httpx2.Response) -> None:
+        session_ids.extend(v for k, v in response.headers.items() if k == "mcp-session-id")
+
+    try:
+        wait_for_port(served.port, served.proc)  # type: ignore[arg-type]
+        async with asyncio.timeout(TEST_TIMEOUT):
+            async with httpx2.AsyncClient(event_hooks={"response": [seen]}) as http:
+                transport = streamable_http_client(served.url, http_client=http)
+                async with Client(transport, mode="legacy") as c:
+                    pid = int(text(await c.call_tool("whoami", {})))
+        assert pid == served.proc.pid
+        assert session_ids == []
+    finally:
+        served.stop()
