@@ -17,6 +17,7 @@ from ..execution.content import ContentPart
 from ..execution.executor import error_text
 from ..execution.requests import ToolExecutionRequest
 from ..execution.results import ToolExecution, ToolExecutionResult
+from ..service.approvals import StandingDecision
 from ..service.result import ToolChatResult
 from ..tools.pause import CallDeferred, NeedsApproval, ToolPause
 
@@ -175,6 +176,7 @@ def encode_result(result: ToolChatResult) -> dict[str, Any]:
             }
             for e in result.tool_executions
         ],
+        "standing_decisions": [s.model_dump(mode="json") for s in result.standing_decisions],
     }
 
 
@@ -203,4 +205,7 @@ def decode_result(data: dict[str, Any]) -> ToolChatResult:
         token_usage=None if usage is None else TokenUsage.model_validate(usage),
         messages=decode_messages(data.get("messages", [])),
         immediate=bool(data.get("immediate")),
+        standing_decisions=tuple(
+            StandingDecision.model_validate(s) for s in data.get("standing_decisions", ())
+        ),
     )

@@ -368,10 +368,13 @@ class ConversationClient:
         memory_id: Any = None,
         context: Any = None,
         injected: Mapping[str, Any] | None = None,
+        standing_decisions: Sequence[StandingDecision] | None = None,
     ) -> str:
         """Enqueue a conversation of the service named `service` on `queue` (the
         service's conversation queue); a worker runs it. Submitting an existing id
-        attaches to it and never runs it twice. Returns the conversation id."""
+        attaches to it and never runs it twice. Returns the conversation id.
+        `standing_decisions` (an earlier turn's `result.standing_decisions`) stand in it
+        from its start."""
         payload = conversation_payload(
             messages,
             parameters=parameters,
@@ -379,6 +382,7 @@ class ConversationClient:
             memory_id=memory_id,
             context=context,
             injected=injected,
+            standing_decisions=standing_decisions,
         )
         options: EnqueueOptions = {
             "workflow_name": CONVERSATION_WORKFLOW_PREFIX + service,

@@ -45,7 +45,9 @@ from ..service.approvals import (
     ConversationState,
     Decision,
     PendingCall,
+    StandingDecision,
     already_decided,
+    check_given_standing,
     claim_key,
     decision_kind,
     read_decision,
@@ -229,11 +231,20 @@ def conversation_payload(
     context: Any = None,
     injected: Mapping[str, Any] | None = None,
     usage_limits: UsageLimits | None = None,
+    standing_decisions: Sequence[StandingDecision] | None = None,
 ) -> dict[str, Any]:
     """The input of a conversation workflow: the history as JSON, the request parameters,
     the name of a model registered with the service, what reaches the tools (`memory_id`,
-    `context`, `injected`; these must pickle) and the conversation's `usage_limits` (None:
-    the service's)."""
+    `context`, `injected`; these must pickle), the conversation's `usage_limits` (None:
+    the service's) and the standing decisions of an earlier turn (`standing_decisions`:
+    kept in the database with the input, so none limited by a function: `TypeError`)."""
+    standing = None if standing_decisions is None else check_given_standing(standing_decisions)
+    kept_here = [s.id for s in standing or () if s.in_process]
+    if kept_here:
+        raise TypeError(
+            f"standing decisions {kept_here} are limited by a function, which a durable "
+            "conversation cannot keep: limit them with an argument pattern (when={...})"
+        )
     history: list[ChatMessage] = (
         [UserMessage(messages)] if isinstance(messages, str) else list(messages)
     )
@@ -247,6 +258,11 @@ def conversation_payload(
         "context": context,
         "injected": dict(injected) if injected else None,
         **({"usage_limits": usage_limits} if usage_limits is not None else {}),
+        **(
+            {"standing": [s.model_dump(mode="json") for s in standing]}
+            if standing is not None
+            else {}
+        ),
     }
 
 
@@ -542,6 +558,7 @@ class DurableToolService(ToolService):
         context: Any = None,
         injected: Mapping[str, Any] | None = None,
         usage_limits: UsageLimits | None = None,
+        standing_decisions: Sequence[StandingDecision] | None = None,
     ) -> dict[str, Any]:
         """The workflow input for a conversation (see `conversation_payload`)."""
         return conversation_payload(
@@ -552,6 +569,7 @@ class DurableToolService(ToolService):
             context=context,
             injected=injected,
             usage_limits=usage_limits,
+            standing_decisions=standing_decisions,
         )
 
     async def start(
@@ -565,12 +583,14 @@ class DurableToolService(ToolService):
         context: Any = None,
         injected: Mapping[str, Any] | None = None,
         usage_limits: UsageLimits | None = None,
+        standing_decisions: Sequence[StandingDecision] | None = None,
     ) -> ConversationHandle:
         """Start (or, if `conversation_id` exists already, attach to) a conversation.
 
         With a `conversation_queue` it is enqueued for any worker; otherwise it runs in
         this process. Starting an existing id never runs it again: the handle yields the
-        recorded result (the new arguments are ignored).
+        recorded result (the new arguments are ignored). `standing_decisions` (an earlier
+        turn's `result.standing_decisions`) stand in this conversation from its start.
         """
         payload = self.payload(
             messages,
@@ -580,6 +600,7 @@ class DurableToolService(ToolService):
             context=context,
             injected=injected,
             usage_limits=usage_limits,
+            standing_decisions=standing_decisions,
         )
         cid = conversation_id or f"conv-{uuid.uuid4().hex}"
         with SetWorkflowID(cid):
@@ -614,6 +635,7 @@ class DurableToolService(ToolService):
         injected: Mapping[str, Any] | None = None,
         conversation_id: str | None = None,
         usage_limits: UsageLimits | None = None,
+        standing_decisions: Sequence[StandingDecision] | None = None,
     ) -> ToolChatResult:
         """`ToolService.achat`, durably: `model` must be registered (or named)."""
         if messages is None:
@@ -627,6 +649,7 @@ class DurableToolService(ToolService):
             context=context,
             injected=injected,
             usage_limits=usage_limits,
+            standing_decisions=standing_decisions,
         )
 
     def chat(  # type: ignore[override]
@@ -640,6 +663,7 @@ class DurableToolService(ToolService):
         injected: Mapping[str, Any] | None = None,
         conversation_id: str | None = None,
         usage_limits: UsageLimits | None = None,
+        standing_decisions: Sequence[StandingDecision] | None = None,
     ) -> ToolChatResult:
         """Synchronous durable `achat` (must not be called from a running event loop)."""
         return run_sync(
@@ -652,6 +676,7 @@ class DurableToolService(ToolService):
                 injected=injected,
                 conversation_id=conversation_id,
                 usage_limits=usage_limits,
+                standing_decisions=standing_decisions,
             )
         )
 
@@ -667,6 +692,11 @@ class DurableToolService(ToolService):
             payload.get("context"),
             payload.get("injected"),
             usage_limits=payload.get("usage_limits"),
+            standing_decisions=(
+                [StandingDecision.model_validate(s) for s in payload["standing"]]
+                if "standing" in payload
+                else None
+            ),
         )
         token = _STATE.set(_State(cid, approvals=run.approvals))
         try:
