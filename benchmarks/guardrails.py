@@ -15,10 +15,7 @@ import sys
 from typing import Any
 
 from toolweave import (
-    AiMessage,
     Allow,
-    ScriptedChatModel,
-    ToolExecutionRequest,
     ToolService,
     input_guardrail,
     output_guardrail,
@@ -28,8 +25,7 @@ from toolweave import (
 )
 
 from ._harness import Row, async_case, measure
-
-ROUNDS = 20
+from .loop import ROUNDS, per_round, w6_model
 
 
 @tool
@@ -46,18 +42,6 @@ def allow_input(arguments: dict[str, Any], ctx: Any) -> Allow:
 @output_guardrail
 def allow_output(result: Any, ctx: Any) -> Allow:
     return Allow()
-
-
-def _rounds() -> ScriptedChatModel:
-    script = [
-        AiMessage(
-            tool_execution_requests=[
-                ToolExecutionRequest(id=f"r{i}", name="bump", arguments='{"n": 1}')
-            ]
-        )
-        for i in range(ROUNDS)
-    ]
-    return ScriptedChatModel([*script, AiMessage("done")])
 
 
 SETS: dict[str, list[Any]] = {
@@ -80,7 +64,7 @@ def run(quick: bool) -> list[Row]:
             cases.append(
                 async_case(
                     f"guardrails: {label}, {ROUNDS} rounds",
-                    lambda service=service: service.achat(_rounds(), None, "go"),
+                    lambda service=service: service.achat(w6_model(), None, "go"),
                     loop,
                     baseline=None
                     if not guardrails
@@ -91,17 +75,7 @@ def run(quick: bool) -> list[Row]:
         rows = measure("guardrails (W6 per round)", cases, quick=quick)
     finally:
         loop.close()
-    return [
-        Row(
-            r.group,
-            r.name.replace(f"{ROUNDS} rounds", "per round"),
-            r.median_ns / ROUNDS,
-            r.spread_pct,
-            r.baseline.replace(f"{ROUNDS} rounds", "per round") if r.baseline else None,
-            r.ratio,
-        )
-        for r in rows
-    ]
+    return per_round(rows)
 
 
 if __name__ == "__main__":

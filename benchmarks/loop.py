@@ -41,7 +41,8 @@ def _fan_out(calls: int) -> ScriptedChatModel:
     return ScriptedChatModel([AiMessage(tool_execution_requests=requests), AiMessage("done")])
 
 
-def _rounds() -> ScriptedChatModel:
+def w6_model() -> ScriptedChatModel:
+    """The W6 conversation: ROUNDS rounds of one `bump` call each, then the answer."""
     script = [
         AiMessage(
             tool_execution_requests=[
@@ -51,6 +52,21 @@ def _rounds() -> ScriptedChatModel:
         for i in range(ROUNDS)
     ]
     return ScriptedChatModel([*script, AiMessage("done")])
+
+
+def per_round(rows: list[Row]) -> list[Row]:
+    """W6 rows per round: each timed conversation is ROUNDS tool rounds (+ the answer)."""
+    return [
+        Row(
+            r.group,
+            r.name.replace(f"{ROUNDS} rounds", "per round"),
+            r.median_ns / ROUNDS,
+            r.spread_pct,
+            r.baseline.replace(f"{ROUNDS} rounds", "per round") if r.baseline else None,
+            r.ratio,
+        )
+        for r in rows
+    ]
 
 
 def _plain_rounds() -> None:
@@ -85,37 +101,26 @@ def run(quick: bool) -> list[Row]:
             ),
         ]
         rows = measure("loop W5", fan_out, quick=quick, repeats=7)
-        per_round = [
+        w6_cases = [
             sync_case(f"plain Python, {ROUNDS} rounds", _plain_rounds, number=200),
             sync_case(
                 f"W6: ToolService.chat, {ROUNDS} rounds (sync tool)",
-                lambda: default.chat(_rounds(), None, "go"),
+                lambda: default.chat(w6_model(), None, "go"),
                 baseline=f"plain Python, {ROUNDS} rounds",
                 number=20,
             ),
             async_case(
                 f"W6: ToolService.achat, {ROUNDS} rounds (sync tool)",
-                lambda: default.achat(_rounds(), None, "go"),
+                lambda: default.achat(w6_model(), None, "go"),
                 loop,
                 baseline=f"plain Python, {ROUNDS} rounds",
                 number=20,
             ),
         ]
-        w6 = measure("loop W6", per_round, quick=quick)
+        w6 = measure("loop W6", w6_cases, quick=quick)
     finally:
         loop.close()
-    # W6 per round: each conversation is ROUNDS tool rounds (+ the final answer turn)
-    return rows + [
-        Row(
-            r.group,
-            r.name.replace(f"{ROUNDS} rounds", "per round"),
-            r.median_ns / ROUNDS,
-            r.spread_pct,
-            r.baseline.replace(f"{ROUNDS} rounds", "per round") if r.baseline else None,
-            r.ratio,
-        )
-        for r in w6
-    ]
+    return rows + per_round(w6)
 
 
 if __name__ == "__main__":

@@ -20,8 +20,6 @@ from typing import Any
 from toolweave import (
     AiMessage,
     ClearToolResults,
-    ScriptedChatModel,
-    ToolExecutionRequest,
     ToolExecutionResultMessage,
     ToolService,
     UsageLimits,
@@ -31,26 +29,13 @@ from toolweave import (
 )
 
 from ._harness import Row, async_case, measure, sync_case
-
-ROUNDS = 20
+from .loop import ROUNDS, per_round, w6_model
 
 
 @tool
 def bump(n: int) -> int:
     """Add one."""
     return n + 1
-
-
-def _rounds() -> ScriptedChatModel:
-    script = [
-        AiMessage(
-            tool_execution_requests=[
-                ToolExecutionRequest(id=f"r{i}", name="bump", arguments='{"n": 1}')
-            ]
-        )
-        for i in range(ROUNDS)
-    ]
-    return ScriptedChatModel([*script, AiMessage("done")])
 
 
 def stub_old_results(messages: list[Any]) -> list[Any]:
@@ -106,7 +91,7 @@ def run(quick: bool) -> list[Row]:
                     cases.append(
                         sync_case(
                             name,
-                            lambda s=service: s.chat(_rounds(), None, "go"),
+                            lambda s=service: s.chat(w6_model(), None, "go"),
                             baseline=baseline,
                             number=20,
                         )
@@ -115,7 +100,7 @@ def run(quick: bool) -> list[Row]:
                     cases.append(
                         async_case(
                             name,
-                            lambda s=service: s.achat(_rounds(), None, "go"),
+                            lambda s=service: s.achat(w6_model(), None, "go"),
                             loop,
                             baseline=baseline,
                             number=20,
@@ -124,17 +109,7 @@ def run(quick: bool) -> list[Row]:
             rows += measure(f"policies (W6 per round, {face})", cases, quick=quick)
     finally:
         loop.close()
-    return [
-        Row(
-            r.group,
-            r.name.replace(f"{ROUNDS} rounds", "per round"),
-            r.median_ns / ROUNDS,
-            r.spread_pct,
-            r.baseline.replace(f"{ROUNDS} rounds", "per round") if r.baseline else None,
-            r.ratio,
-        )
-        for r in rows
-    ]
+    return per_round(rows)
 
 
 if __name__ == "__main__":
