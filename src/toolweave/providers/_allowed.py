@@ -3,12 +3,20 @@ the request offers only the subset's tools, under the plain choice that stands f
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..chat.request import ToolChoice
 
-__all__ = ["restrict_to_allowed"]
+__all__ = ["check_named", "restrict_to_allowed"]
+
+
+def check_named(provider: Any, choice: ToolChoice, tools: Iterable[Any]) -> None:
+    """Refuse (`UnsupportedOptionError` from `provider`) a `choice` naming a tool, or a subset
+    of tools, that is not among `tools` (the cards the request sends)."""
+    missing = choice.missing(card.name for card in tools)
+    if missing:
+        raise provider.unsupported("tool_choice", f"no tool named {missing[0]!r} in the request")
 
 
 def restrict_to_allowed(
@@ -19,9 +27,7 @@ def restrict_to_allowed(
     `tool(name)`; a name not among `tools` is an `UnsupportedOptionError`."""
     if choice is None or choice.allowed is None:
         return tuple(tools), choice
-    missing = choice.missing(card.name for card in tools)
-    if missing:
-        raise provider.unsupported("tool_choice", f"no tool named {missing[0]!r} in the request")
+    check_named(provider, choice, tools)
     allowed = set(choice.allowed)
     kept = tuple(card for card in tools if card.name in allowed)
     if choice.mode == "auto":

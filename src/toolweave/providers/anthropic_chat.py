@@ -23,7 +23,7 @@ from ..dialects import anthropic_tools, to_anthropic_strict
 from ..errors import SchemaError, UnsupportedOptionError
 from ..execution.requests import ToolExecutionRequest
 from ..schema.output import OutputSchema
-from ._allowed import restrict_to_allowed
+from ._allowed import check_named, restrict_to_allowed
 from ._answer import ANSWER_DESCRIPTION, Answer, answer_schema, answer_text
 from ._base import HttpChatModel, arguments_object, compact_json
 from ._http import (
@@ -504,10 +504,7 @@ class AnthropicChatModel(HttpChatModel):
         if isinstance(thinking, Mapping) and thinking.get("type") not in (None, "disabled"):
             out = {"type": "auto"}
         elif choice is not None and choice.mode == "tool" and choice.name != ANSWER_TOOL:
-            if not any(card.name == choice.name for card in tools):
-                raise self.unsupported(
-                    "tool_choice", f"no tool named {choice.name!r} in the request"
-                )
+            check_named(self, choice, tools)
             out = {"type": "tool", "name": choice.name}
         elif not tools or (choice is not None and choice.mode in ("none", "tool")):
             out = {"type": "tool", "name": ANSWER_TOOL}
@@ -530,10 +527,7 @@ class AnthropicChatModel(HttpChatModel):
         elif choice.mode == "none":
             return {"type": "none"}
         else:
-            if not any(card.name == choice.name for card in tools):
-                raise self.unsupported(
-                    "tool_choice", f"no tool named {choice.name!r} in the request"
-                )
+            check_named(self, choice, tools)
             out = {"type": "tool", "name": choice.name}
         if parallel is False:
             out = out or {"type": "auto"}

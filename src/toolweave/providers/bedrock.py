@@ -34,7 +34,7 @@ from ..chat.response import ChatResponse, FinishReason, TokenUsage
 from ..errors import MissingApiKeyError, ProviderError, RateLimitError
 from ..execution.content import EmbeddedResource, FileContent, ImageContent, TextContent
 from ..execution.requests import ToolExecutionRequest
-from ._allowed import restrict_to_allowed
+from ._allowed import check_named, restrict_to_allowed
 from ._answer import ANSWER_DESCRIPTION, Answer, answer_schema, answer_text
 from ._base import HttpChatModel, StreamParser, arguments_object
 from ._eventstream import EXCEPTION_PREFIX, AwsEventStreamDecoder
@@ -560,10 +560,7 @@ class BedrockChatModel(HttpChatModel):
         if choice.mode == "required":
             return {"any": {}}
         if choice.mode == "tool":
-            if not any(card.name == choice.name for card in tools):
-                raise self.unsupported(
-                    "tool_choice", f"no tool named {choice.name!r} in the request"
-                )
+            check_named(self, choice, tools)
             return {"tool": {"name": choice.name}}
         return {"auto": {}}
 

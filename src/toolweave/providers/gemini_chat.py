@@ -25,6 +25,7 @@ from ..dialects import gemini_function_declarations, to_gemini_json_schema, to_g
 from ..errors import AuthenticationError, ProviderError, SchemaError
 from ..execution.requests import ToolExecutionRequest
 from ..schema.output import OutputSchema
+from ._allowed import check_named
 from ._base import HttpChatModel, arguments_object, compact_json
 from ._http import (
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -387,11 +388,7 @@ class GeminiChatModel(HttpChatModel):
 
     def _tool_choice(self, choice: ToolChoice, tools: tuple[Any, ...]) -> dict[str, Any]:
         if choice.allowed is not None:
-            missing = choice.missing(card.name for card in tools)
-            if missing:
-                raise self.unsupported(
-                    "tool_choice", f"no tool named {missing[0]!r} in the request"
-                )
+            check_named(self, choice, tools)
             # AUTO takes no allowedFunctionNames; VALIDATED is AUTO with the calls limited to
             # them (and checked by constrained decoding)
             mode = "ANY" if choice.mode == "required" else "VALIDATED"
@@ -402,8 +399,7 @@ class GeminiChatModel(HttpChatModel):
             return {"mode": "ANY"}
         if choice.mode == "none":
             return {"mode": "NONE"}
-        if not any(card.name == choice.name for card in tools):
-            raise self.unsupported("tool_choice", f"no tool named {choice.name!r} in the request")
+        check_named(self, choice, tools)
         return {"mode": "ANY", "allowedFunctionNames": [choice.name]}
 
     def _contents(

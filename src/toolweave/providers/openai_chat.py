@@ -27,6 +27,7 @@ from ..dialects import openai_tools, to_openai_strict
 from ..errors import SchemaError
 from ..execution.requests import ToolExecutionRequest
 from ..schema.validation import accepts_null
+from ._allowed import check_named
 from ._azure import AzureDeployment
 from ._base import HttpChatModel, openai_headers
 from ._http import (
@@ -623,17 +624,10 @@ class OpenAIChatModel(HttpChatModel):
 
     def _tool_choice(self, choice: ToolChoice, tools: tuple[Any, ...]) -> Any:
         if choice.mode == "tool":
-            if not any(card.name == choice.name for card in tools):
-                raise self.unsupported(
-                    "tool_choice", f"no tool named {choice.name!r} in the request"
-                )
+            check_named(self, choice, tools)
             return {"type": "function", "function": {"name": choice.name}}
         if choice.allowed is not None:
-            missing = choice.missing(card.name for card in tools)
-            if missing:
-                raise self.unsupported(
-                    "tool_choice", f"no tool named {missing[0]!r} in the request"
-                )
+            check_named(self, choice, tools)
             return {
                 "type": "allowed_tools",
                 "allowed_tools": {

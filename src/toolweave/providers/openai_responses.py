@@ -32,6 +32,7 @@ from ..dialects import openai_responses_tool, to_openai_strict
 from ..errors import SchemaError
 from ..execution.content import FileContent, ImageContent, TextContent
 from ..execution.requests import ToolExecutionRequest
+from ._allowed import check_named
 from ._azure import AzureDeployment
 from ._base import HttpChatModel, openai_headers
 from ._http import (
@@ -593,17 +594,10 @@ class OpenAIResponsesChatModel(HttpChatModel):
 
     def _tool_choice(self, choice: ToolChoice, cards: Sequence[Any]) -> Any:
         if choice.mode == "tool":
-            if not any(card.name == choice.name for card in cards):
-                raise self.unsupported(
-                    "tool_choice", f"no tool named {choice.name!r} in the request"
-                )
+            check_named(self, choice, cards)
             return {"type": "function", "name": choice.name}
         if choice.allowed is not None:
-            missing = choice.missing(card.name for card in cards)
-            if missing:
-                raise self.unsupported(
-                    "tool_choice", f"no tool named {missing[0]!r} in the request"
-                )
+            check_named(self, choice, cards)
             return {
                 "type": "allowed_tools",
                 "mode": choice.mode,
